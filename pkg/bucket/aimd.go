@@ -12,7 +12,8 @@ import (
 // (RFC 5681): below the last rate that drew a congestion signal (Ceiling) the
 // rate doubles per success streak, above half of it the rate grows additively,
 // and a congestion signal cuts it multiplicatively, more steeply when signals
-// repeat without a success streak in between.
+// repeat without a success streak in between (×Decrease, ×Decrease^1.5,
+// then ×Decrease^2).
 type RateConfig struct {
 	Start float64 // rate for a domain never seen before; default 2
 	Min   float64 // floor; default 0.1 (one request every 10 s)
@@ -23,8 +24,8 @@ type RateConfig struct {
 	LatencyDecrease float64       // factor applied when p95 latency rises; default 0.9
 	Cooldown        time.Duration // signals within this of the last cut are echoes of the old rate and do not cut again; default 1s
 
-	StreakSeconds float64 // a success streak is ceil(rate × StreakSeconds) responses, at least MinStreak; default 0.5
-	MinStreak     int     // default 3
+	StreakSeconds float64 // a success streak is ceil(rate × StreakSeconds) responses, at least MinStreak; default 0.25
+	MinStreak     int     // default 2
 	SlowStart     float64 // growth factor per streak while below Ceiling/2 or never cut; default 2
 	IncreaseFrac  float64 // additive step per streak as a fraction of Ceiling; default 0.05
 	IncreaseMin   float64 // additive step floor in r/s; default 0.25
@@ -50,7 +51,7 @@ func (c RateConfig) withDefaults() RateConfig {
 	def(&c.Decrease, 0.5)
 	def(&c.TimeoutDecrease, 0.75)
 	def(&c.LatencyDecrease, 0.9)
-	def(&c.StreakSeconds, 0.5)
+	def(&c.StreakSeconds, 0.25)
 	def(&c.SlowStart, 2)
 	def(&c.IncreaseFrac, 0.05)
 	def(&c.IncreaseMin, 0.25)
@@ -59,7 +60,7 @@ func (c RateConfig) withDefaults() RateConfig {
 		c.Cooldown = time.Second
 	}
 	if c.MinStreak <= 0 {
-		c.MinStreak = 3
+		c.MinStreak = 2
 	}
 	if c.LatencyFloor <= 0 {
 		c.LatencyFloor = 250 * time.Millisecond
@@ -113,7 +114,8 @@ func (s Learned) Observe(c RateConfig, now time.Time, fb Feedback) Learned {
 		}
 		s.Cuts++
 		s.Ceiling = s.Rate
-		s.Rate = math.Max(c.Min, s.Rate*math.Pow(factor, float64(min(s.Cuts, 3))))
+		// 1st cut ×factor, 2nd ×factor^1.5, 3rd and later ×factor^2.
+		s.Rate = math.Max(c.Min, s.Rate*math.Pow(factor, 1+0.5*float64(min(s.Cuts, 3)-1)))
 		s.LastCut = now
 	}
 	switch {

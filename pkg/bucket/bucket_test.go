@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -97,7 +98,8 @@ func TestLearnedObserve(t *testing.T) {
 					t.Fatalf("after cut: %+v", l)
 				}
 			}},
-		{name: "a second cut without a streak between is steeper", start: Learned{Rate: 8, Cuts: 1, LastCut: at(0)}, now: at(5000), fb: Feedback{Throttled: 2}, want: 2},
+		{name: "a second cut without a streak between is steeper", start: Learned{Rate: 8, Cuts: 1, LastCut: at(0)}, now: at(5000), fb: Feedback{Throttled: 2}, want: 8 * math.Pow(0.5, 1.5)},
+		{name: "the third and later cuts quarter the rate", start: Learned{Rate: 8, Cuts: 5, LastCut: at(0)}, now: at(5000), fb: Feedback{Throttled: 1}, want: 2},
 		{name: "throttles within the cooldown are echoes", start: Learned{Rate: 4, Cuts: 1, LastCut: at(0), Ceiling: 8}, now: at(500), fb: Feedback{Throttled: 1}, want: 4},
 		{name: "floor holds", start: Learned{Rate: 0.6, Cuts: 3, LastCut: at(0)}, now: at(9000), fb: Feedback{Throttled: 1}, want: 0.5},
 		{name: "timeouts cut gently", start: Learned{Rate: 8}, now: at(5000), fb: Feedback{Timeouts: 1}, want: 6},
@@ -157,6 +159,31 @@ func TestLimiterConcurrencyCapAndLeases(t *testing.T) {
 	clk.Advance(2 * time.Minute)
 	if g5, _ := lim.Acquire(ctx, "example.com", 1); g5.N != 1 || g5.Slots != 1 {
 		t.Fatalf("after lease expiry: %+v, want a grant", g5)
+	}
+}
+
+func TestLimiterSettleKeepsStragglerSlots(t *testing.T) {
+	ctx := context.Background()
+	lim := NewLimiter(NewMemStore(), Config{Rate: RateConfig{Start: 100}, Burst: 10, MaxInFlight: 2}, clock.NewManual(t0), "t")
+	g, _ := lim.Acquire(ctx, "example.com", 4)
+	if g.Slots != 2 {
+		t.Fatalf("slots = %d, want 2", g.Slots)
+	}
+	g.Keep = 1 // one request still hangs
+	if _, err := lim.Settle(ctx, g, Feedback{OK: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if g2, _ := lim.Acquire(ctx, "example.com", 4); g2.Slots != 1 {
+		t.Fatalf("with one straggler kept: %d slots, want 1", g2.Slots)
+	} else {
+		lim.Settle(ctx, g2, Feedback{})
+	}
+	g.Keep = 0
+	if _, err := lim.Settle(ctx, g, Feedback{Timeouts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if g3, _ := lim.Acquire(ctx, "example.com", 4); g3.Slots != 2 {
+		t.Fatalf("after the straggler settled: %d slots, want 2", g3.Slots)
 	}
 }
 

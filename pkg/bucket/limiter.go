@@ -79,6 +79,11 @@ type Grant struct {
 	Lease  string        // lease to pass back to Settle; "" when N == 0
 	Rate   float64       // the domain's rate (requests/s) when granted
 	Wait   time.Duration // N == 0: how long until a request could be granted; N > 0: until the token after the grant
+	// Keep, set by the caller before Settle, is how many of the grant's
+	// slots are still in flight (stragglers): Settle keeps the lease with
+	// that many slots instead of releasing it, and a later Settle with Keep
+	// 0 releases the rest.
+	Keep   int
 	tokens float64       // tokens before the reservation, for Offset
 	paused time.Duration // release of the first token is delayed by a pause
 }
@@ -140,10 +145,15 @@ func (l *Limiter) Settle(ctx context.Context, g Grant, fb Feedback) (Learned, er
 	err := l.update(ctx, g.Domain, func(s *State, now time.Time) {
 		if g.Lease != "" {
 			for i, ls := range s.Leases {
-				if ls.ID == g.Lease {
-					s.Leases = append(s.Leases[:i], s.Leases[i+1:]...)
-					break
+				if ls.ID != g.Lease {
+					continue
 				}
+				if g.Keep > 0 && g.Keep < ls.Slots {
+					s.Leases[i].Slots = g.Keep
+				} else if g.Keep <= 0 {
+					s.Leases = append(s.Leases[:i], s.Leases[i+1:]...)
+				}
+				break
 			}
 		}
 		pruneLeases(s, now)
