@@ -93,6 +93,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (bool
 	}
 	jo.Schedule.Clock = clk
 	simrun.Wire(&jo.Check, web, clk, o.timeout)
+	// At -speed N a stall of this machine looks N times longer: only treat
+	// latency above 250 ms of wall time as congestion.
+	jo.Limits.Rate.LatencyFloor = time.Duration(o.speed * float64(250*time.Millisecond))
 	o.noRateCache = true // simulated domains must not pollute the real learned rates
 	broken, err := o.execute(ctx, jo, stdout, stderr)
 	if err != nil {

@@ -227,8 +227,8 @@ func progressPrinter(w io.Writer) (func(schedule.Progress, int, int), time.Durat
 		if rate > 0 {
 			eta = (time.Duration(float64(p.Total-p.Done)/rate) * time.Second).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "progress: %d/%d URLs, %.1f URLs/s, ETA %s, %d domains waiting on their limit, %d broken\n",
-			p.Done, p.Total, rate, eta, p.Waiting, broken)
+		fmt.Fprintf(w, "progress: %d/%d URLs, %.1f URLs/s, ETA %s, %d domains waiting on their limit, %d broken, queue %d ready %d delayed\n",
+			p.Done, p.Total, rate, eta, p.Waiting, broken, p.Visible, p.Hidden)
 	}, 5 * time.Second
 }
 

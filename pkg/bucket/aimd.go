@@ -30,6 +30,12 @@ type RateConfig struct {
 	IncreaseFrac  float64 // additive step per streak as a fraction of Ceiling; default 0.05
 	IncreaseMin   float64 // additive step floor in r/s; default 0.25
 
+	// IsolatedAfter: a timeout that comes after at least this many
+	// successes since the last congestion signal is taken as one URL's
+	// fault (a hung endpoint), not congestion: it halves the streak instead
+	// of cutting; default 8.
+	IsolatedAfter int
+
 	LatencyFactor float64       // p95 above this × the base latency is a congestion signal; default 3
 	LatencyFloor  time.Duration // ... and only when p95 is above this; default 250ms
 }
@@ -59,6 +65,9 @@ func (c RateConfig) withDefaults() RateConfig {
 	if c.Cooldown <= 0 {
 		c.Cooldown = time.Second
 	}
+	if c.IsolatedAfter <= 0 {
+		c.IsolatedAfter = 8
+	}
 	if c.MinStreak <= 0 {
 		c.MinStreak = 2
 	}
@@ -84,6 +93,7 @@ type Learned struct {
 	LastCut time.Time `json:"last_cut,omitempty"`
 	BaseMS  float64   `json:"base_ms,omitempty"` // baseline latency in ms: a slowly rising minimum
 	Signals int       `json:"signals,omitempty"` // congestion signals ever seen (429/503/timeouts)
+	Clean   int       `json:"clean,omitempty"`   // successes since the last throttle or congestion timeout
 }
 
 // Feedback is what a batch of requests to one domain observed.
@@ -121,10 +131,17 @@ func (s Learned) Observe(c RateConfig, now time.Time, fb Feedback) Learned {
 	switch {
 	case fb.Throttled > 0:
 		s.Signals += fb.Throttled + fb.Timeouts
+		s.Clean = 0
 		cut(c.Decrease)
 		return s
 	case fb.Timeouts > 0:
 		s.Signals += fb.Timeouts
+		if s.Clean+fb.OK >= c.IsolatedAfter {
+			s.Clean += fb.OK
+			s.Streak /= 2
+			return s
+		}
+		s.Clean = 0
 		cut(c.TimeoutDecrease)
 		return s
 	}
@@ -144,6 +161,7 @@ func (s Learned) Observe(c RateConfig, now time.Time, fb Feedback) Learned {
 		}
 	}
 	s.Streak += fb.OK
+	s.Clean += fb.OK
 	for {
 		need := max(c.MinStreak, int(math.Ceil(s.Rate*c.StreakSeconds)))
 		if s.Streak < need {

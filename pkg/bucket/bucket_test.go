@@ -103,6 +103,12 @@ func TestLearnedObserve(t *testing.T) {
 		{name: "throttles within the cooldown are echoes", start: Learned{Rate: 4, Cuts: 1, LastCut: at(0), Ceiling: 8}, now: at(500), fb: Feedback{Throttled: 1}, want: 4},
 		{name: "floor holds", start: Learned{Rate: 0.6, Cuts: 3, LastCut: at(0)}, now: at(9000), fb: Feedback{Throttled: 1}, want: 0.5},
 		{name: "timeouts cut gently", start: Learned{Rate: 8}, now: at(5000), fb: Feedback{Timeouts: 1}, want: 6},
+		{name: "an isolated timeout after a success streak does not cut", start: Learned{Rate: 8, Streak: 9, Clean: 20}, now: at(5000), fb: Feedback{Timeouts: 1}, want: 8,
+			check: func(t *testing.T, l Learned) {
+				if l.Streak != 4 {
+					t.Fatalf("streak = %d, want halved to 4", l.Streak)
+				}
+			}},
 		{name: "near the ceiling growth is additive", start: Learned{Rate: 10, Ceiling: 20}, now: at(0), fb: Feedback{OK: 5, Backlogged: true}, want: 11},
 		{name: "slow start stops at half the ceiling", start: Learned{Rate: 4, Ceiling: 20}, now: at(0), fb: Feedback{OK: 3, Backlogged: true}, want: 8},
 		{name: "ceiling of Max", start: Learned{Rate: 30}, now: at(0), fb: Feedback{OK: 15, Backlogged: true}, want: 40},
@@ -184,6 +190,23 @@ func TestLimiterSettleKeepsStragglerSlots(t *testing.T) {
 	}
 	if g3, _ := lim.Acquire(ctx, "example.com", 4); g3.Slots != 2 {
 		t.Fatalf("after the straggler settled: %d slots, want 2", g3.Slots)
+	}
+}
+
+func TestLimiterReserveQueuesFollowUps(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(t0)
+	lim := NewLimiter(NewMemStore(), Config{Rate: RateConfig{Start: 4}, Burst: 1}, clk, "t")
+	want := []time.Duration{0, 250 * time.Millisecond, 500 * time.Millisecond}
+	for i, w := range want {
+		got, err := lim.Reserve(ctx, "example.com")
+		if err != nil || got != w {
+			t.Fatalf("reservation %d: wait %v, %v; want %v", i, got, err, w)
+		}
+	}
+	// The grants that follow wait behind the reservations.
+	if g, _ := lim.Acquire(ctx, "example.com", 1); g.N != 1 || g.Offset(0) != 750*time.Millisecond {
+		t.Fatalf("grant after 3 reservations: %+v offset %v, want 1 at +750ms", g, g.Offset(0))
 	}
 }
 

@@ -135,6 +135,26 @@ func (l *Limiter) Acquire(ctx context.Context, domain string, want int) (Grant, 
 	return g, err
 }
 
+// Reserve takes one token from domain for a follow-up request (a redirect
+// hop or a HEAD->GET fallback) made inside a check that already holds a
+// slot, and returns how long from now the caller must wait before sending
+// it: the token's release time, after any Retry-After pause. The token is
+// taken at once, even into debt, so concurrent reservations queue up
+// behind each other. It takes no concurrency slot. Errors are the store's.
+func (l *Limiter) Reserve(ctx context.Context, domain string) (time.Duration, error) {
+	var wait time.Duration
+	err := l.update(ctx, domain, func(s *State, now time.Time) {
+		b := s.Bucket.Refill(now, s.Learned.Rate, l.cfg.Burst)
+		wait = Offset(b.Tokens, 0, s.Learned.Rate)
+		if s.PausedUntil.After(now) {
+			wait += s.PausedUntil.Sub(now)
+		}
+		b.Tokens--
+		s.Bucket = b
+	})
+	return wait, err
+}
+
 // Settle releases a grant's slots and feeds what its requests observed into
 // the learned rate (AIMD), in one compare-and-swap. A throttle with a
 // Retry-After pauses the whole domain until then (RFC 9110 §10.2.3, RFC 6585

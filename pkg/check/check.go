@@ -93,6 +93,13 @@ type Config struct {
 	// Clock measures Outcome.Latency. nil means clock.Real{}. Timeouts
 	// always run on the wall clock, since they guard real network I/O.
 	Clock clock.Clock
+	// BeforeFollowUp, when set, is called before every request of a check
+	// but its first: each redirect hop and each HEAD->GET fallback. The
+	// scheduler uses it to pay for those requests with a token from the
+	// target's registrable domain and to wait for it, so a redirect chain
+	// never bursts past a host's rate. An error ends the check: it is
+	// classified like a transport error (a context deadline is a timeout).
+	BeforeFollowUp func(ctx context.Context, u *url.URL) error
 }
 
 // Hop is one redirect response in a chain.
@@ -425,13 +432,13 @@ func (c *Checker) Check(ctx context.Context, rawURL string) Outcome {
 			method = http.MethodGet
 		}
 		out.Requests++
-		resp, err := c.do(ctx, method, cur)
+		resp, err := c.do(ctx, method, cur, out.Requests > 1)
 		if err == nil && method == http.MethodHead && headFallback(resp.StatusCode, resp.Header) {
 			headStatus := resp.StatusCode
 			drain(resp, hopDrainBytes)
 			method = http.MethodGet
 			out.Requests++
-			resp, err = c.do(ctx, method, cur)
+			resp, err = c.do(ctx, method, cur, true)
 			if err == nil && (headStatus == http.StatusMethodNotAllowed ||
 				headStatus == http.StatusNotImplemented || resp.StatusCode != headStatus) {
 				c.headless.add(key)
@@ -496,7 +503,12 @@ func (c *Checker) Check(ctx context.Context, rawURL string) Outcome {
 // transport directly rather than an http.Client with CheckRedirect returning
 // http.ErrUseLastResponse: the client parses Location itself and, when that
 // fails, discards the response, losing the status Check must report.
-func (c *Checker) do(ctx context.Context, method string, u *url.URL) (*http.Response, error) {
+func (c *Checker) do(ctx context.Context, method string, u *url.URL, followUp bool) (*http.Response, error) {
+	if followUp && c.cfg.BeforeFollowUp != nil {
+		if err := c.cfg.BeforeFollowUp(ctx, u); err != nil {
+			return nil, &requestError{method: method, url: u.String(), err: err}
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("building %s request for %s: %w", method, u, err)

@@ -3,7 +3,11 @@ package check
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -47,5 +51,45 @@ func TestNXDOMAINIsLookedUpOnce(t *testing.T) {
 	c2.Check(context.Background(), "http://flaky.example/")
 	if _, ok := c2.Known("http://flaky.example/"); ok {
 		t.Fatal("a temporary DNS failure was remembered as final")
+	}
+}
+
+func TestBeforeFollowUpPaysForHopsAndFallbacks(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/a":
+			http.Redirect(w, r, "/b", http.StatusMovedPermanently)
+		case r.URL.Path == "/b":
+			http.Redirect(w, r, "/c", http.StatusFound)
+		case r.URL.Path == "/nohead" && r.Method == http.MethodHead:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		}
+	}))
+	defer srv.Close()
+	tests := []struct {
+		path  string
+		calls []string
+		fail  bool
+		class Class
+	}{
+		{"/ok", nil, false, ClassOK},
+		{"/a", []string{"/b", "/c"}, false, ClassRedirect},
+		{"/nohead", []string{"/nohead"}, false, ClassOK},
+		{"/a", []string{"/b"}, true, ClassTimeout},
+	}
+	for _, tc := range tests {
+		var got []string
+		c := New(Config{AllowPrivate: true, BeforeFollowUp: func(_ context.Context, u *url.URL) error {
+			got = append(got, u.Path)
+			if tc.fail {
+				return context.DeadlineExceeded
+			}
+			return nil
+		}})
+		out := c.Check(context.Background(), srv.URL+tc.path)
+		c.Close()
+		if out.Class != tc.class || strings.Join(got, ",") != strings.Join(tc.calls, ",") {
+			t.Errorf("%s (fail=%v): class %s, follow-ups %v; want %s, %v", tc.path, tc.fail, out.Class, got, tc.class, tc.calls)
+		}
 	}
 }

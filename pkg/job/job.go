@@ -126,17 +126,20 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		store = bucket.NewMemStore()
 	}
 	lim := bucket.NewLimiter(store, o.Limits, clk, "local")
+	if o.Schedule.Keyer == nil {
+		o.Schedule.Keyer = o.List.Keyer
+	}
 	chk := o.Checker
 	if chk == nil {
 		if o.Check.Clock == nil {
 			o.Check.Clock = clk
 		}
+		if o.Check.BeforeFollowUp == nil {
+			o.Check.BeforeFollowUp = schedule.FollowUpPacer(lim, o.Schedule.Keyer, clk)
+		}
 		c := check.New(o.Check)
 		defer c.Close()
 		chk = c
-	}
-	if o.Schedule.Keyer == nil {
-		o.Schedule.Keyer = o.List.Keyer
 	}
 	sch := schedule.New(q, lim, chk, tally, emit, domains, o.Schedule)
 

@@ -145,6 +145,8 @@ type Progress struct {
 	Waiting     int // domains whose last ask was refused: waiting on their limit or a Retry-After
 	Receives    int // queue receives so far
 	Wasted      int // receives that checked nothing
+	Visible     int // groups ready on the queue (-1 when the queue cannot say)
+	Hidden      int // groups delayed or being worked on (-1 when unknown)
 }
 
 // New returns a Scheduler for a job of total unique URLs whose groups are
@@ -173,7 +175,12 @@ func (s *Scheduler) Progress() Progress {
 		}
 	}
 	s.mu.Unlock()
-	return Progress{Done: int(s.done.Load()), Total: s.total, Waiting: waiting, Receives: int(s.recvs.Load()), Wasted: int(s.wasted.Load())}
+	p := Progress{Done: int(s.done.Load()), Total: s.total, Waiting: waiting, Receives: int(s.recvs.Load()),
+		Wasted: int(s.wasted.Load()), Visible: -1, Hidden: -1}
+	if l, ok := s.q.(interface{ Len() (int, int) }); ok {
+		p.Visible, p.Hidden = l.Len()
+	}
+	return p
 }
 
 // Run works until every unique URL has a final result, then returns nil; or
@@ -346,7 +353,7 @@ func (s *Scheduler) settle(ctx context.Context, g groups.Group, grant bucket.Gra
 	var lat []time.Duration
 	var retried []groups.Item
 	var retryDelay time.Duration
-	elsewhere := map[string]*bucket.Feedback{} // requests that redirects sent to other domains
+	elsewhere := map[string]*bucket.Feedback{} // answers from domains that redirects led to
 	other := func(d string) *bucket.Feedback {
 		if elsewhere[d] == nil {
 			elsewhere[d] = &bucket.Feedback{}
@@ -356,15 +363,6 @@ func (s *Scheduler) settle(ctx context.Context, g groups.Group, grant bucket.Gra
 	for _, a := range atts {
 		o := a.out
 		throttled := o.Status == 429 || o.Status == 503
-		// Charge every request to the domain it went to: the granted token
-		// covers one request to this domain, the rest are debt.
-		for d, n := range s.requestsByDomain(g.Domain, o) {
-			if d == g.Domain {
-				fb.Extra += max(0, n-1)
-			} else {
-				other(d).Extra += n
-			}
-		}
 		target := &fb // the feedback of the domain whose answer this was
 		if o.FinalURL != "" {
 			if d := s.key(o.FinalURL, g.Domain); d != g.Domain {
@@ -408,7 +406,7 @@ func (s *Scheduler) settle(ctx context.Context, g groups.Group, grant bucket.Gra
 	s.setRate(g.Domain, learned.Rate)
 	for d, f := range elsewhere {
 		if _, err := s.lim.Settle(ctx, bucket.Grant{Domain: d}, *f); err != nil {
-			return fmt.Errorf("charging redirects to %s: %w", d, err)
+			return fmt.Errorf("feeding back %s's answer to a redirect: %w", d, err)
 		}
 	}
 	if len(retried) > 0 {
@@ -455,8 +453,17 @@ func (s *Scheduler) run(ctx context.Context, grant bucket.Grant, items []groups.
 	for j, it := range items {
 		b.atts[j].item = it
 	}
+	gap := time.Duration(float64(time.Second) / grant.Rate)
+	var last time.Time
 	for j := range items {
-		if err := s.cfg.Clock.Sleep(ctx, grant.At.Add(grant.Offset(j)).Sub(s.cfg.Clock.Now())); err != nil {
+		// Send at the token's release, and never closer than 1/rate after
+		// the previous send: a send that ran late must not bunch up with
+		// the next one.
+		at := grant.At.Add(grant.Offset(j))
+		if j > 0 && last.Add(gap).After(at) {
+			at = last.Add(gap)
+		}
+		if err := s.cfg.Clock.Sleep(ctx, at.Sub(s.cfg.Clock.Now())); err != nil {
 			break
 		}
 		if stop.Load() {
@@ -479,6 +486,7 @@ func (s *Scheduler) run(ctx context.Context, grant bucket.Grant, items []groups.
 		a := &b.atts[j]
 		a.ran = true
 		a.start = s.cfg.Clock.Now()
+		last = a.start
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -556,18 +564,18 @@ func (s *Scheduler) finish(domain string, it groups.Item, o check.Outcome) {
 	s.done.Add(1)
 }
 
-// requestsByDomain counts the requests one check sent per registrable
-// domain: each redirect hop's URL, and the final URL with any HEAD->GET
-// fallback.
-func (s *Scheduler) requestsByDomain(origin string, o check.Outcome) map[string]int {
-	out := map[string]int{}
-	for _, h := range o.Redirects {
-		out[s.key(h.URL, origin)]++
+// FollowUpPacer returns a check.Config.BeforeFollowUp that pays for every
+// redirect hop and HEAD->GET fallback with a token from the target's
+// registrable domain (keyer nil: plain eTLD+1) and waits, on clk, until the
+// token is released. The check's own timeout bounds the wait.
+func FollowUpPacer(lim *bucket.Limiter, keyer *urlnorm.Keyer, clk clock.Clock) func(context.Context, *url.URL) error {
+	return func(ctx context.Context, u *url.URL) error {
+		wait, err := lim.Reserve(ctx, keyer.Key(strings.ToLower(u.Hostname())))
+		if err != nil {
+			return fmt.Errorf("reserving a token for %s: %w", u.Host, err)
+		}
+		return clk.Sleep(ctx, wait)
 	}
-	if n := o.Requests - len(o.Redirects); n > 0 {
-		out[s.key(o.FinalURL, origin)] += n
-	}
-	return out
 }
 
 // key returns the registrable domain of rawURL, or fallback when it has no

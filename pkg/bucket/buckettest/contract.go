@@ -44,7 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) bucket.Store, workers, ops in
 		want := bucket.State{
 			Bucket:      bucket.Bucket{Tokens: -2.5, Refilled: at},
 			PausedUntil: at.Add(3 * time.Second),
-			Learned:     bucket.Learned{Rate: 7.25, Ceiling: 9, Streak: 4, Cuts: 1, LastCut: at, BaseMS: 12.5, Signals: 3},
+			Learned:     bucket.Learned{Rate: 7.25, Ceiling: 9, Streak: 4, Cuts: 1, LastCut: at, BaseMS: 12.5, Signals: 3, Clean: 7},
 			Leases:      []bucket.Lease{{ID: "w1-1", Slots: 2, Expires: at.Add(time.Minute)}},
 		}
 		got, err := s.CompareAndSwap(ctx, d, want)
@@ -206,7 +206,7 @@ func sameState(got, want bucket.State) error {
 	case got.Version != want.Version, got.Bucket.Tokens != want.Bucket.Tokens, !eq(got.Bucket.Refilled, want.Bucket.Refilled),
 		!eq(got.PausedUntil, want.PausedUntil), got.Learned.Rate != want.Learned.Rate, got.Learned.Ceiling != want.Learned.Ceiling,
 		got.Learned.Streak != want.Learned.Streak, got.Learned.Cuts != want.Learned.Cuts, !eq(got.Learned.LastCut, want.Learned.LastCut),
-		got.Learned.BaseMS != want.Learned.BaseMS, got.Learned.Signals != want.Learned.Signals, len(got.Leases) != len(want.Leases):
+		got.Learned.BaseMS != want.Learned.BaseMS, got.Learned.Signals != want.Learned.Signals, got.Learned.Clean != want.Learned.Clean, len(got.Leases) != len(want.Leases):
 		return fmt.Errorf("state = %+v, want %+v", got, want)
 	}
 	for i := range got.Leases {
