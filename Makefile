@@ -2,7 +2,7 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/urlcheck/urlcheck/pkg/check.Version=$(VERSION)
-FUZZTIME ?= 5s
+FUZZTIME ?= 4s
 
 .PHONY: help build run test fuzz bench demo vet fmt clean
 
@@ -22,8 +22,11 @@ test: vet ## the whole test suite: gofmt, vet, unit + integration tests (race de
 fuzz: ## run each fuzz target for FUZZTIME (default 5s)
 	@set -e; for spec in \
 		./pkg/urlnorm:FuzzNormalize \
+		./pkg/urlnorm:FuzzParseOverrides \
 		./pkg/urllist:FuzzRead \
 		./pkg/backoff:FuzzParseRetryAfter \
+		./pkg/check:FuzzResolveLocation \
+		./pkg/check:FuzzParseTarget \
 		./pkg/groups:FuzzDecode; do \
 		pkg=$${spec%%:*}; fn=$${spec##*:}; \
 		echo "fuzz $$pkg $$fn"; \

@@ -36,6 +36,11 @@ func demoFlags(out io.Writer) *demoOpts {
 	o.fs.Float64Var(&o.rateMin, "hidden-min", 1, "lowest hidden per-domain limit, requests/s")
 	o.fs.Float64Var(&o.rateMax, "hidden-max", 20, "highest hidden per-domain limit, requests/s")
 	o.fs.BoolVar(&o.faults, "faults", true, "include broken URLs (404s, loops, resets, timeouts, DNS and TLS failures)")
+	// Simulated hangs would otherwise hold the demo for 2 × 30 s.
+	if f := o.fs.Lookup("timeout"); f != nil {
+		_ = f.Value.Set("5s")
+		f.DefValue = "5s"
+	}
 	o.fs.Usage = func() {
 		fmt.Fprintln(out, "Usage: urlcheck demo [flags]\n\nChecks a generated list against a simulated web on loopback: every domain has a hidden\ntoken bucket and concurrency cap and answers 429/503 when it is exceeded.")
 		o.fs.PrintDefaults()

@@ -244,10 +244,10 @@ func printSummary(w io.Writer, rep job.Report) {
 	}
 	doms := append([]results.DomainSummary(nil), s.Domains...)
 	sort.Slice(doms, func(i, j int) bool {
-		return doms[i].Last.Sub(doms[i].First) > doms[j].Last.Sub(doms[j].First)
+		return doms[i].Last.After(doms[j].Last) // the domains that finished last set the makespan
 	})
 	if len(doms) > 0 {
-		fmt.Fprintln(w, "\nSlowest domains:")
+		fmt.Fprintln(w, "\nSlowest domains (finished last):")
 		fmt.Fprintf(w, "  %-32s %6s %8s %8s %11s %11s\n", "domain", "URLs", "requests", "429/503", "learned r/s", "achieved r/s")
 		for _, d := range doms[:min(5, len(doms))] {
 			fmt.Fprintf(w, "  %-32s %6d %8d %8d %11.2f %11.2f\n", d.Domain, d.URLs, d.Requests, d.Throttled, d.LearnedRate, d.AchievedRate)

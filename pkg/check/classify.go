@@ -102,7 +102,8 @@ func classifyStatus(status int, h http.Header) (Class, string) {
 // classifyErr classifies an error from a request made under ctx (the check's
 // total-timeout context). Order matters: the address refusal is ours and
 // wins; an expired or cancelled check is a timeout whatever the I/O layer
-// reported; then DNS, TLS, network timeouts, refusals and resets.
+// reported; then DNS (a lookup that timed out included), TLS, network
+// timeouts, refusals and resets.
 func classifyErr(ctx context.Context, err error) (Class, string) {
 	msg := errText(err)
 	var forbidden *ForbiddenError
@@ -115,13 +116,15 @@ func classifyErr(ctx context.Context, err error) (Class, string) {
 		}
 		return ClassTimeout, "total timeout exceeded: " + msg
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return ClassTimeout, msg
-	}
+	// A lookup that failed, even by timing out, is a DNS failure: no
+	// connection to the host was ever attempted.
 	var dnsErr *net.DNSError
 	var resErr *resolveError
 	if errors.As(err, &dnsErr) || errors.As(err, &resErr) {
 		return ClassDNS, msg
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ClassTimeout, msg
 	}
 	if isTLSError(err) {
 		return ClassTLS, msg

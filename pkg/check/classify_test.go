@@ -172,6 +172,7 @@ func TestClassifyErr(t *testing.T) {
 		{"dns", wrap(&net.DNSError{Err: "no such host", Name: "x.test", IsNotFound: true}), ClassDNS, "lookup x.test: no such host"},
 		{"dns timeout is dns", wrap(&net.DNSError{Err: "timeout", Name: "x.test", IsTimeout: true}), ClassDNS, ""},
 		{"resolver error", wrap(&resolveError{host: "x.test", err: errors.New("boom")}), ClassDNS, "lookup x.test: boom"},
+		{"lookup cut by the connect deadline is dns", wrap(&resolveError{host: "x.test", err: &net.DNSError{Err: context.DeadlineExceeded.Error(), Name: "x.test", IsTimeout: true, UnwrapErr: context.DeadlineExceeded}}), ClassDNS, ""},
 		{"unknown CA", wrap(&url.Error{Op: "Get", URL: "u", Err: x509.UnknownAuthorityError{}}), ClassTLS, ""},
 		{"hostname", wrap(x509.HostnameError{Certificate: &x509.Certificate{}, Host: "x.test"}), ClassTLS, ""},
 		{"remote alert", wrap(&net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}), ClassTLS, ""},

@@ -50,7 +50,11 @@ type Knower interface {
 
 // Config tunes the scheduler. Durations are in the injected clock's time.
 type Config struct {
-	Concurrency  int             // global cap on requests in flight across all domains; default 64
+	Concurrency int // global cap on requests in flight across all domains; default 64
+	// Workers is how many groups are worked on at once. A worker spends
+	// most of a grant waiting for its paced send times, so there are many
+	// more workers than requests in flight; default max(256, 4×Concurrency).
+	Workers      int
 	Visibility   time.Duration   // how long a received group stays hidden while a worker holds it; default 5m
 	MaxThrottles int             // a URL answered 429 this many times is reported rate_limited; default 20
 	Backoff      backoff.Policy  // Retry-After clamp, full-jitter backoff and attempt cap for transient failures
@@ -78,6 +82,9 @@ func (c Config) withDefaults() Config {
 	if c.Concurrency <= 0 {
 		c.Concurrency = 64
 	}
+	if c.Workers <= 0 {
+		c.Workers = max(256, 4*c.Concurrency)
+	}
 	if c.Visibility <= 0 {
 		c.Visibility = 5 * time.Minute
 	}
@@ -85,9 +92,9 @@ func (c Config) withDefaults() Config {
 		c.MaxThrottles = 20
 	}
 	if c.Backoff.MaxAttempts <= 0 {
-		// A hung URL costs a whole timeout per attempt: try it at most
-		// three times.
-		c.Backoff.MaxAttempts = 3
+		// A hung URL costs a whole timeout per attempt, and a job can end no
+		// sooner than its slowest URL's attempts: try it at most twice.
+		c.Backoff.MaxAttempts = 2
 	}
 	if c.Backoff.MaxRetryAfter <= 0 {
 		c.Backoff.MaxRetryAfter = backoff.DefaultMaxRetryAfter
@@ -193,7 +200,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for range s.cfg.Concurrency {
+	for range s.cfg.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -125,8 +125,8 @@ func TestScheduler(t *testing.T) {
 			script: map[string][]check.Outcome{"http://a.example/0": {slow}, "http://a.example/1": {gone404}},
 			limits: bucket.Config{Rate: bucket.RateConfig{Start: 50}},
 			check: func(t *testing.T, f *fakeChecker, byURL map[string][]results.Result) {
-				if r := byURL["http://a.example/0"][0]; r.Class != "timeout" || r.Attempts != 3 {
-					t.Errorf("hung URL: %+v, want timeout after 3 attempts", r)
+				if r := byURL["http://a.example/0"][0]; r.Class != "timeout" || r.Attempts != 2 {
+					t.Errorf("hung URL: %+v, want timeout after 2 attempts", r)
 				}
 				if r := byURL["http://a.example/1"][0]; r.Class != "client_error" || r.Attempts != 1 {
 					t.Errorf("404: %+v, want client_error after 1 attempt", r)
