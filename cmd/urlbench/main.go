@@ -70,9 +70,9 @@ func run(only string) error {
 		sc    simweb.Scenario
 		scale float64
 	}{
-		{"2k URLs / 120 domains", simweb.Scenario{Seed: 7, Domains: 120, Big: []int{400, 400}, URLs: 2000, MaxConcurrent: 2, HTTPS: 0.3, Faults: faults, Modes: modes}, 20},
-		{"2k URLs / 120 domains, no faults", simweb.Scenario{Seed: 7, Domains: 120, Big: []int{400, 400}, URLs: 2000, MaxConcurrent: 2, HTTPS: 0.3, Modes: modes}, 20},
-		{"20k URLs / 1,000 domains", simweb.Scenario{Seed: 11, Domains: 1000, Big: []int{1500, 1000, 600}, URLs: 20000, MaxConcurrent: 2, HTTPS: 0.3, Faults: faults, Modes: modes}, 5},
+		{"2k URLs / 120 domains", simweb.Scenario{Seed: 7, Domains: 120, Big: []int{400, 400}, URLs: 2000, MaxConcurrent: 2, HTTPS: 0.3, Faults: faults, Modes: modes}, 5},
+		{"2k URLs / 120 domains, no faults", simweb.Scenario{Seed: 7, Domains: 120, Big: []int{400, 400}, URLs: 2000, MaxConcurrent: 2, HTTPS: 0.3, Modes: modes}, 5},
+		{"20k URLs / 1,000 domains", simweb.Scenario{Seed: 11, Domains: 1000, Big: []int{1500, 1000, 600}, URLs: 20000, MaxConcurrent: 2, HTTPS: 0.3, Faults: faults, Modes: modes}, 2},
 	}
 	for _, tc := range throttled {
 		if !want(tc.name) {

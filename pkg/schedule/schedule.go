@@ -255,6 +255,9 @@ type attempt struct {
 type batch struct {
 	atts []attempt
 	wait func() // blocks until every launched attempt is done
+	// late counts sends that went out well after their token's release
+	// because slots (concurrency) or the global cap were the bottleneck.
+	late, sent int
 }
 
 func (s *Scheduler) handle(ctx context.Context, m queue.Message) error {
@@ -324,7 +327,11 @@ func (s *Scheduler) handle(ctx context.Context, m queue.Message) error {
 		}
 	}
 	grant.Keep = len(stragglers)
-	if err := s.settle(ctx, g, grant, done); err != nil {
+	// Like TCP's congestion-window validation (RFC 7661): the rate may only
+	// grow while it is what holds the domain back, that is when the group
+	// wanted more than was granted and the sends kept to their tokens.
+	rateBound := grant.N < len(g.Items) && b.late*2 <= b.sent
+	if err := s.settle(ctx, g, grant, done, rateBound); err != nil {
 		return err
 	}
 	items := make([]groups.Item, 0, len(rest)+len(g.Items)-grant.N)
@@ -345,7 +352,7 @@ func (s *Scheduler) handle(ctx context.Context, m queue.Message) error {
 			return nil
 		}
 		grant.Keep = 0
-		if err := s.settle(ctx, g, grant, stragglers); err != nil {
+		if err := s.settle(ctx, g, grant, stragglers, false); err != nil {
 			return err
 		}
 	}
@@ -355,8 +362,10 @@ func (s *Scheduler) handle(ctx context.Context, m queue.Message) error {
 // settle accounts for finished attempts of one grant: results, retries,
 // and the feedback to the learned rates of this domain and of any domain
 // that redirects led to. It releases the grant's slots but grant.Keep.
-func (s *Scheduler) settle(ctx context.Context, g groups.Group, grant bucket.Grant, atts []*attempt) error {
-	fb := bucket.Feedback{Backlogged: s.backlogged(g.Domain)}
+// rateBound says the rate, not concurrency, limited this grant: only then
+// may the learned rate grow.
+func (s *Scheduler) settle(ctx context.Context, g groups.Group, grant bucket.Grant, atts []*attempt, rateBound bool) error {
+	fb := bucket.Feedback{Backlogged: rateBound && s.backlogged(g.Domain)}
 	var lat []time.Duration
 	var retried []groups.Item
 	var retryDelay time.Duration
@@ -494,6 +503,10 @@ func (s *Scheduler) run(ctx context.Context, grant bucket.Grant, items []groups.
 		a.ran = true
 		a.start = s.cfg.Clock.Now()
 		last = a.start
+		b.sent++
+		if a.start.Sub(at) > gap/2 {
+			b.late++
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
