@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/urlcheck/urlcheck/pkg/check.Version=$(VERSION)
 FUZZTIME ?= 4s
 
-.PHONY: help build run test fuzz bench demo vet fmt clean
+.PHONY: help build run test test-aws fuzz bench demo vet fmt clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -18,6 +18,11 @@ run: ## check examples/urls.txt
 test: vet ## the whole test suite: gofmt, vet, unit + integration tests (race detector), short fuzz runs
 	$(GO) test -race -count=1 ./...
 	$(MAKE) fuzz
+
+test-aws: ## tests against local AWS-compatible servers (installs and starts them; serverless work in progress)
+	infra/local/emu.sh install
+	infra/local/emu.sh start
+	eval "$$(infra/local/emu.sh env)" && $(GO) test -race -count=1 ./pkg/bucket/dynamostore/; rc=$$?; infra/local/emu.sh stop; exit $$rc
 
 fuzz: ## run each fuzz target for FUZZTIME (default 5s)
 	@set -e; for spec in \

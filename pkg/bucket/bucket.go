@@ -106,5 +106,7 @@ func secs(s float64) time.Duration {
 	if s > float64(math.MaxInt64)/float64(time.Second) {
 		return time.Duration(math.MaxInt64)
 	}
-	return time.Duration(s * float64(time.Second))
+	// Round up: a release reported 1 ns early would break the bucket's
+	// guarantee (rate × t + burst) at the boundary.
+	return time.Duration(math.Ceil(s * float64(time.Second)))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -227,7 +228,7 @@ func (l *Limiter) update(ctx context.Context, domain string, fn func(*State, tim
 	if err != nil {
 		return fmt.Errorf("loading bucket of %s: %w", domain, err)
 	}
-	for range l.cfg.MaxRetries {
+	for attempt := range l.cfg.MaxRetries {
 		if s.Learned.Rate <= 0 {
 			s.Learned.Rate = l.cfg.Rate.Start
 		}
@@ -244,6 +245,18 @@ func (l *Limiter) update(ctx context.Context, domain string, fn func(*State, tim
 			return err
 		}
 		s = cur
+		if attempt >= 2 {
+			// Many writers on one hot domain: back off a random 0..attempt
+			// ms (at most 10) and read afresh, rather than racing again at
+			// once with the state the failed write returned.
+			pause := time.Duration(rand.Float64() * float64(min(attempt, 10)) * float64(time.Millisecond))
+			if err := l.clk.Sleep(ctx, pause); err != nil {
+				return err
+			}
+			if s, err = l.store.Load(ctx, domain); err != nil {
+				return fmt.Errorf("loading bucket of %s: %w", domain, err)
+			}
+		}
 	}
 	return fmt.Errorf("updating bucket of %s: %d attempts lost: %w", domain, l.cfg.MaxRetries, ErrConflict)
 }
