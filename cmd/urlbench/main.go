@@ -44,10 +44,9 @@ func main() {
 	}
 }
 
-var faults = simweb.Faults{NotFound: 0.03, Gone: 0.01, ServerError: 0.01, Redirect: 0.04, CrossRedirect: 0.02,
-	Loop: 0.005, Hang: 0.003, Reset: 0.005, DNS: 0.01, TLS: 0.005, Bot: 0.005, HeadHostileHosts: 0.1}
+var faults = simweb.MixedFaults()
 
-var modes = []simweb.ThrottleMode{simweb.Throttle429Seconds, simweb.Throttle429Date, simweb.Throttle429None, simweb.Throttle503}
+var modes = simweb.AllModes()
 
 type row struct{ name, figure, target, value, verdict string }
 

@@ -51,10 +51,9 @@ func demoFlags(out io.Writer) *demoOpts {
 func (o *demoOpts) scenario() (simweb.Scenario, error) {
 	sc := simweb.Scenario{Seed: o.seed, Domains: o.domains, URLs: o.urls, RateMin: o.rateMin, RateMax: o.rateMax,
 		HTTPS: 0.3, MaxConcurrent: 4,
-		Modes: []simweb.ThrottleMode{simweb.Throttle429Seconds, simweb.Throttle429Date, simweb.Throttle429None, simweb.Throttle503}}
+		Modes: simweb.AllModes()}
 	if o.faults {
-		sc.Faults = simweb.Faults{NotFound: 0.03, Gone: 0.01, ServerError: 0.01, Redirect: 0.04, CrossRedirect: 0.02,
-			Loop: 0.005, Hang: 0.003, Reset: 0.005, DNS: 0.01, TLS: 0.005, Bot: 0.005, HeadHostileHosts: 0.1}
+		sc.Faults = simweb.MixedFaults()
 	}
 	for _, f := range strings.Split(o.big, ",") {
 		if f = strings.TrimSpace(f); f == "" {

@@ -25,9 +25,8 @@ func TestJobAgainstSimulatedWeb(t *testing.T) {
 	sc := simweb.Scenario{
 		Seed: 7, Domains: 120, Big: []int{400, 400}, URLs: 2000,
 		RateMin: 1, RateMax: 20, MaxConcurrent: 2, HTTPS: 0.3,
-		Faults: simweb.Faults{NotFound: 0.03, Gone: 0.01, ServerError: 0.01, Redirect: 0.04, CrossRedirect: 0.02,
-			Loop: 0.005, Hang: 0.003, Reset: 0.005, DNS: 0.01, TLS: 0.005, Bot: 0.005, HeadHostileHosts: 0.1},
-		Modes: []simweb.ThrottleMode{simweb.Throttle429Seconds, simweb.Throttle429Date, simweb.Throttle429None, simweb.Throttle503},
+		Faults: simweb.MixedFaults(),
+		Modes:  simweb.AllModes(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -421,3 +421,19 @@ func (s Scenario) plan() (*plan, error) {
 	r.Shuffle(len(p.urls), func(i, j int) { p.urls[i], p.urls[j] = p.urls[j], p.urls[i] })
 	return p, nil
 }
+
+// MixedFaults is the fault mix the integration test, the bench and the demo
+// use: 3 % 404, 1 % 410, 1 % 5xx, 4 % same-host and 2 % cross-host
+// redirects, 0.5 % loops, 0.3 % hangs, 0.5 % resets, 1 % unresolvable names,
+// 0.5 % bad certificates, 0.5 % bot challenges, and 10 % of hosts
+// answering 405 to HEAD.
+func MixedFaults() Faults {
+	return Faults{NotFound: 0.03, Gone: 0.01, ServerError: 0.01, Redirect: 0.04, CrossRedirect: 0.02,
+		Loop: 0.005, Hang: 0.003, Reset: 0.005, DNS: 0.01, TLS: 0.005, Bot: 0.005, HeadHostileHosts: 0.1}
+}
+
+// AllModes lists every throttle answer, for scenarios whose domains should
+// draw from all of them.
+func AllModes() []ThrottleMode {
+	return []ThrottleMode{Throttle429Seconds, Throttle429Date, Throttle429None, Throttle503}
+}
