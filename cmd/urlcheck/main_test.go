@@ -44,6 +44,9 @@ func TestCommandExitCodes(t *testing.T) {
 		{"bad format", []string{"run", "-format", "xml", okList}, "", 2, "", "-format"},
 		{"all ok", append(append([]string{"run"}, common...), okList), "", 0, "Checked 2 lines", ""},
 		{"a broken URL from stdin", append(append([]string{"run"}, common...), "-"), srv.URL + "/missing\nnot a url\n", 1, "First broken URLs", ""},
+		{"bad -connect-to", []string{"run", "-connect-to", "localhost", okList}, "", 2, "", "-connect-to wants IP:PORT"},
+		{"-connect-to sends made-up names to the server", append(append([]string{"run"}, common...), "-connect-to", strings.TrimPrefix(srv.URL, "http://"), "-"),
+			"http://made-up.example/a\nhttp://other.example/b\n", 0, "Checked 2 lines", ""},
 		{"private targets refused by default", []string{"run", "-out", out, "-no-rate-cache", "-quiet", okList}, "", 1, "forbidden_target", ""},
 	}
 	for _, tc := range tests {

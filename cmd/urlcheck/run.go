@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"sort"
@@ -52,6 +54,7 @@ type runOpts struct {
 	maxThrottles   int
 	quiet          bool
 	groupSize      int
+	connectTo      string
 }
 
 func runFlags(out io.Writer) *runOpts {
@@ -74,6 +77,7 @@ func runFlags(out io.Writer) *runOpts {
 	fs.IntVar(&o.maxThrottles, "max-throttles", 20, "report a URL rate_limited after this many 429s")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.IntVar(&o.groupSize, "group-size", 50, "URLs per domain group (queue message)")
+	fs.StringVar(&o.connectTo, "connect-to", "", "testing: send every connection to `IP:PORT` instead of the URL host's address (as curl --connect-to does); loopback needs -allow-private")
 	return o
 }
 
@@ -135,6 +139,19 @@ func (o *runOpts) jobOptions(in io.Reader, name string) (job.Options, error) {
 	case o.timeout <= 0 || o.connectTimeout <= 0 || o.headerTimeout <= 0:
 		return job.Options{}, fmt.Errorf("timeouts must be positive: %w", errUsage)
 	}
+	var resolver func(context.Context, string) ([]netip.Addr, error)
+	var dial func(context.Context, string, netip.AddrPort) (net.Conn, error)
+	if o.connectTo != "" {
+		to, err := netip.ParseAddrPort(o.connectTo)
+		if err != nil {
+			return job.Options{}, fmt.Errorf("-connect-to wants IP:PORT: %v: %w", err, errUsage)
+		}
+		resolver = func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{to.Addr()}, nil }
+		d := &net.Dialer{Timeout: o.connectTimeout}
+		dial = func(ctx context.Context, network string, _ netip.AddrPort) (net.Conn, error) {
+			return d.DialContext(ctx, network, to.String())
+		}
+	}
 	return job.Options{
 		Input:     in,
 		List:      urllist.Options{Format: format, Name: name, Keyer: urlnorm.NewKeyer(ov)},
@@ -158,6 +175,8 @@ func (o *runOpts) jobOptions(in io.Reader, name string) (job.Options, error) {
 			TotalTimeout:   o.timeout,
 			UserAgent:      o.userAgent,
 			AllowPrivate:   o.allowPrivate,
+			Resolver:       resolver,
+			Dial:           dial,
 		},
 	}, nil
 }
