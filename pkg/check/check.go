@@ -94,12 +94,16 @@ type Config struct {
 	// always run on the wall clock, since they guard real network I/O.
 	Clock clock.Clock
 	// BeforeFollowUp, when set, is called before every request of a check
-	// but its first: each redirect hop and each HEAD->GET fallback. The
-	// scheduler uses it to pay for those requests with a token from the
-	// target's registrable domain and to wait for it, so a redirect chain
-	// never bursts past a host's rate. An error ends the check: it is
-	// classified like a transport error (a context deadline is a timeout).
-	BeforeFollowUp func(ctx context.Context, u *url.URL) error
+	// but its first: each redirect hop and each HEAD->GET fallback, with the
+	// check's first URL (whose domain's slot the caller holds) and the URL
+	// about to be requested. The scheduler uses it to pay for those requests
+	// with a token from the target's registrable domain, and for a hop to
+	// another domain also to hold one of that domain's concurrency slots, so
+	// a redirect chain never bursts past a host's limits. release, if not
+	// nil, is called once the response headers arrive or the request fails.
+	// An error ends the check: it is classified like a transport error (a
+	// context deadline is a timeout).
+	BeforeFollowUp func(ctx context.Context, origin, target *url.URL) (release func(), err error)
 }
 
 // Hop is one redirect response in a chain.
@@ -432,13 +436,17 @@ func (c *Checker) Check(ctx context.Context, rawURL string) Outcome {
 			method = http.MethodGet
 		}
 		out.Requests++
-		resp, err := c.do(ctx, method, cur, out.Requests > 1)
+		var origin *url.URL
+		if out.Requests > 1 {
+			origin = u
+		}
+		resp, err := c.do(ctx, method, cur, origin)
 		if err == nil && method == http.MethodHead && headFallback(resp.StatusCode, resp.Header) {
 			headStatus := resp.StatusCode
 			drain(resp, hopDrainBytes)
 			method = http.MethodGet
 			out.Requests++
-			resp, err = c.do(ctx, method, cur, true)
+			resp, err = c.do(ctx, method, cur, u)
 			if err == nil && (headStatus == http.StatusMethodNotAllowed ||
 				headStatus == http.StatusNotImplemented || resp.StatusCode != headStatus) {
 				c.headless.add(key)
@@ -503,10 +511,17 @@ func (c *Checker) Check(ctx context.Context, rawURL string) Outcome {
 // transport directly rather than an http.Client with CheckRedirect returning
 // http.ErrUseLastResponse: the client parses Location itself and, when that
 // fails, discards the response, losing the status Check must report.
-func (c *Checker) do(ctx context.Context, method string, u *url.URL, followUp bool) (*http.Response, error) {
-	if followUp && c.cfg.BeforeFollowUp != nil {
-		if err := c.cfg.BeforeFollowUp(ctx, u); err != nil {
+//
+// origin is nil for a check's first request, else the check's first URL:
+// the request is a follow-up and goes through Config.BeforeFollowUp.
+func (c *Checker) do(ctx context.Context, method string, u, origin *url.URL) (*http.Response, error) {
+	if origin != nil && c.cfg.BeforeFollowUp != nil {
+		release, err := c.cfg.BeforeFollowUp(ctx, origin, u)
+		if err != nil {
 			return nil, &requestError{method: method, url: u.String(), err: err}
+		}
+		if release != nil {
+			defer release()
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)

@@ -79,17 +79,24 @@ func TestBeforeFollowUpPaysForHopsAndFallbacks(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var got []string
-		c := New(Config{AllowPrivate: true, BeforeFollowUp: func(_ context.Context, u *url.URL) error {
-			got = append(got, u.Path)
-			if tc.fail {
-				return context.DeadlineExceeded
+		released := 0
+		c := New(Config{AllowPrivate: true, BeforeFollowUp: func(_ context.Context, origin, target *url.URL) (func(), error) {
+			if origin.Path != tc.path {
+				t.Errorf("origin %s, want the check's first URL %s", origin.Path, tc.path)
 			}
-			return nil
+			got = append(got, target.Path)
+			if tc.fail {
+				return nil, context.DeadlineExceeded
+			}
+			return func() { released++ }, nil
 		}})
 		out := c.Check(context.Background(), srv.URL+tc.path)
 		c.Close()
 		if out.Class != tc.class || strings.Join(got, ",") != strings.Join(tc.calls, ",") {
 			t.Errorf("%s (fail=%v): class %s, follow-ups %v; want %s, %v", tc.path, tc.fail, out.Class, got, tc.class, tc.calls)
+		}
+		if wantRel := len(tc.calls); !tc.fail && released != wantRel {
+			t.Errorf("%s: %d releases for %d follow-ups", tc.path, released, wantRel)
 		}
 	}
 }

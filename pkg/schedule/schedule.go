@@ -587,14 +587,38 @@ func (s *Scheduler) finish(domain string, it groups.Item, o check.Outcome) {
 // FollowUpPacer returns a check.Config.BeforeFollowUp that pays for every
 // redirect hop and HEAD->GET fallback with a token from the target's
 // registrable domain (keyer nil: plain eTLD+1) and waits, on clk, until the
-// token is released. The check's own timeout bounds the wait.
-func FollowUpPacer(lim *bucket.Limiter, keyer *urlnorm.Keyer, clk clock.Clock) func(context.Context, *url.URL) error {
-	return func(ctx context.Context, u *url.URL) error {
-		wait, err := lim.Reserve(ctx, keyer.Key(strings.ToLower(u.Hostname())))
-		if err != nil {
-			return fmt.Errorf("reserving a token for %s: %w", u.Host, err)
+// token is released. A hop to another domain also holds one of that
+// domain's concurrency slots until its response arrives, asking again after
+// the limiter's wait while none is free. The check's own timeout bounds
+// every wait.
+func FollowUpPacer(lim *bucket.Limiter, keyer *urlnorm.Keyer, clk clock.Clock) func(ctx context.Context, origin, target *url.URL) (func(), error) {
+	return func(ctx context.Context, origin, target *url.URL) (func(), error) {
+		to := keyer.Key(strings.ToLower(target.Hostname()))
+		if keyer.Key(strings.ToLower(origin.Hostname())) == to {
+			// The check already holds a slot of this domain.
+			wait, err := lim.Reserve(ctx, to)
+			if err != nil {
+				return nil, fmt.Errorf("reserving a token for %s: %w", target.Host, err)
+			}
+			return nil, clk.Sleep(ctx, wait)
 		}
-		return clk.Sleep(ctx, wait)
+		for {
+			g, err := lim.Acquire(ctx, to, 1)
+			if err != nil {
+				return nil, fmt.Errorf("acquiring a slot of %s: %w", to, err)
+			}
+			if g.N > 0 {
+				release := func() { _, _ = lim.Settle(context.WithoutCancel(ctx), g, bucket.Feedback{}) }
+				if err := clk.Sleep(ctx, g.Offset(0)); err != nil {
+					release()
+					return nil, err
+				}
+				return release, nil
+			}
+			if err := clk.Sleep(ctx, g.Wait); err != nil {
+				return nil, err
+			}
+		}
 	}
 }
 
