@@ -77,16 +77,16 @@ func runFlags(out io.Writer) *runOpts {
 	fs.IntVar(&o.maxThrottles, "max-throttles", 20, "report a URL rate_limited after this many 429s")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.IntVar(&o.groupSize, "group-size", 50, "URLs per domain group (queue message)")
+	fs.Usage = func() {
+		fmt.Fprintln(out, "Usage: urlcheck run [flags] FILE|-")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.connectTo, "connect-to", "", "testing: send every connection to `IP:PORT` instead of the URL host's address (as curl --connect-to does); loopback needs -allow-private")
 	return o
 }
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (bool, error) {
 	o := runFlags(stderr)
-	o.fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: urlcheck run [flags] FILE|-")
-		o.fs.PrintDefaults()
-	}
 	if err := o.fs.Parse(args); err != nil {
 		return false, err
 	}
