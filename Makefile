@@ -22,7 +22,7 @@ test: vet ## the whole test suite: gofmt, vet, unit + integration tests (race de
 test-aws: ## tests against local AWS-compatible servers (installs and starts them; serverless work in progress)
 	infra/local/emu.sh install
 	infra/local/emu.sh start
-	eval "$$(infra/local/emu.sh env)" && $(GO) test -race -count=1 ./pkg/bucket/dynamostore/ ./pkg/queue/sqsqueue/; rc=$$?; infra/local/emu.sh stop; exit $$rc
+	eval "$$(infra/local/emu.sh env)" && $(GO) test -race -count=1 ./pkg/bucket/dynamostore/ ./pkg/queue/sqsqueue/ ./pkg/results/s3store/; rc=$$?; infra/local/emu.sh stop; exit $$rc
 
 fuzz: ## run each fuzz target for FUZZTIME (default 100000x: a count, not a time, so the run cannot end mid-input)
 	@set -e; for spec in \
