@@ -28,10 +28,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/urlcheck/urlcheck/pkg/awsconfig"
 	"github.com/urlcheck/urlcheck/pkg/bucket"
 )
 
@@ -203,13 +203,9 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 // and on AWS TLS already protects response integrity. It returns an error if
 // the default configuration cannot be loaded.
 func NewClient(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if region != "" {
-		opts = append(opts, config.WithRegion(region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconfig.Load(ctx, region)
 	if err != nil {
-		return nil, fmt.Errorf("dynamostore: loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("dynamostore: %w", err)
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if endpoint != "" {

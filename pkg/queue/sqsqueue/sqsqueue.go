@@ -52,11 +52,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/urlcheck/urlcheck/pkg/awsconfig"
 	"github.com/urlcheck/urlcheck/pkg/queue"
 )
 
@@ -89,13 +89,9 @@ func (q *Queue) URL() string { return q.url }
 // configured region. It returns an error if the default configuration cannot
 // be loaded.
 func NewClient(ctx context.Context, endpoint, region string) (*sqs.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if region != "" {
-		opts = append(opts, config.WithRegion(region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconfig.Load(ctx, region)
 	if err != nil {
-		return nil, fmt.Errorf("sqsqueue: loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("sqsqueue: %w", err)
 	}
 	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 		if endpoint != "" {

@@ -30,10 +30,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/urlcheck/urlcheck/pkg/awsconfig"
 )
 
 // ErrNotFound is wrapped by the error Get returns when the key does not exist
@@ -87,13 +88,9 @@ func (s *Store) Bucket() string { return s.bucket }
 // region, when not empty, overrides the configured region. It returns an
 // error if the default configuration cannot be loaded.
 func NewClient(ctx context.Context, endpoint, region string) (*s3.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if region != "" {
-		opts = append(opts, config.WithRegion(region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconfig.Load(ctx, region)
 	if err != nil {
-		return nil, fmt.Errorf("s3store: loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("s3store: %w", err)
 	}
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if endpoint != "" {
