@@ -15,9 +15,11 @@ import (
 // files, instance or task roles); region, when not empty, overrides the
 // configured region. Each adapter then sets its own BaseEndpoint from
 // configuration, so the same code runs on AWS and on local servers. It
-// returns an error, wrapped, if the configuration cannot be loaded.
-func Load(ctx context.Context, region string) (aws.Config, error) {
-	var opts []func(*config.LoadOptions) error
+// extra load options follow (for example config.WithAPIOptions to add SDK
+// middleware that counts calls or injects faults). It returns an error,
+// wrapped, if the configuration cannot be loaded.
+func Load(ctx context.Context, region string, extra ...func(*config.LoadOptions) error) (aws.Config, error) {
+	opts := append([]func(*config.LoadOptions) error(nil), extra...)
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
 	}

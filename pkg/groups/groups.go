@@ -53,6 +53,10 @@ type Group struct {
 	Domain string `json:"d"`
 	// Items are the URLs to check; at least one.
 	Items []Item `json:"i"`
+	// Shard is the progress shard (0-based) of the job that counts these
+	// URLs' lines when they finish: the serverless pipeline keeps one
+	// progress counter item per shard (package jobs). 0 when unused.
+	Shard int `json:"s,omitempty"`
 }
 
 // entry is one distinct URL as held by a Splitter.
@@ -382,6 +386,9 @@ func validate(g Group, checkUTF8 bool) error {
 	}
 	if len(g.Items) == 0 {
 		return fmt.Errorf(`field "i" (items) is empty`)
+	}
+	if g.Shard < 0 {
+		return fmt.Errorf(`field "s" (shard) is negative: %d`, g.Shard)
 	}
 	if checkUTF8 {
 		if !utf8.ValidString(g.Job) {

@@ -351,6 +351,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"line zero", `{"j":"j","d":"d","i":[{"u":"u","l":[4,0]}]}`, `item 0: field "l" (lines) entry 1 is 0`},
 		{"negative tries", `{"j":"j","d":"d","i":[{"u":"u","l":[1],"t":-1}]}`, `field "t" (tries) is negative`},
 		{"negative throttles", `{"j":"j","d":"d","i":[{"u":"u","l":[1],"r":-2}]}`, `field "r" (throttles) is negative`},
+		{"negative shard", `{"j":"j","d":"d","s":-1,"i":[{"u":"u","l":[1]}]}`, `field "s" (shard) is negative`},
 		{"line not a number", `{"j":"j","d":"d","i":[{"u":"u","l":["1"]}]}`, "cannot unmarshal"},
 	}
 	for _, tc := range tests {

@@ -48,6 +48,17 @@ type Knower interface {
 	Known(rawURL string) (check.Outcome, bool)
 }
 
+// Recorder counts the requests a check sent and the retries scheduled.
+// *results.Tally implements it; the serverless checker records raw request
+// events instead, to merge them across invocations.
+type Recorder interface {
+	// Request counts one HTTP request to domain that got status (0 when no
+	// response), throttled when it was 429 or 503.
+	Request(domain string, status int, throttled bool)
+	// Retry counts one retry scheduled.
+	Retry()
+}
+
 // Config tunes the scheduler. Durations are in the injected clock's time.
 type Config struct {
 	Concurrency int // global cap on requests in flight across all domains; default 64
@@ -126,7 +137,7 @@ type Scheduler struct {
 	lim   *bucket.Limiter
 	chk   Checker
 	emit  func(results.Result)
-	tally *results.Tally
+	tally Recorder
 	cfg   Config
 	sem   chan struct{}
 
@@ -159,7 +170,7 @@ type Progress struct {
 // New returns a Scheduler for a job of total unique URLs whose groups are
 // (or will be) in q; domains maps each registrable domain to its number of
 // unique URLs. emit is called once per input line, from many goroutines.
-func New(q queue.Queue, lim *bucket.Limiter, chk Checker, tally *results.Tally, emit func(results.Result), domains map[string]int, cfg Config) *Scheduler {
+func New(q queue.Queue, lim *bucket.Limiter, chk Checker, tally Recorder, emit func(results.Result), domains map[string]int, cfg Config) *Scheduler {
 	cfg = cfg.withDefaults()
 	s := &Scheduler{q: q, lim: lim, chk: chk, emit: emit, tally: tally, cfg: cfg,
 		sem: make(chan struct{}, cfg.Concurrency), domains: map[string]*domainState{}}
@@ -229,8 +240,7 @@ func (s *Scheduler) worker(ctx context.Context, cancel context.CancelCauseFunc) 
 			return
 		}
 		for _, m := range msgs {
-			s.recvs.Add(1)
-			if err := s.handle(ctx, m); err != nil && ctx.Err() == nil {
+			if err := s.Handle(ctx, m); err != nil && ctx.Err() == nil {
 				cancel(err)
 				return
 			}
@@ -260,7 +270,18 @@ type batch struct {
 	late, sent int
 }
 
-func (s *Scheduler) handle(ctx context.Context, m queue.Message) error {
+// Handle works on one received message (a group): it checks the URLs its
+// domain's bucket grants now, settles the grant, emits final results, sends
+// the group's other URLs back to the queue (delayed by the bucket's wait or
+// the retry backoff) and deletes the message; when nothing is granted it only
+// hides the message for the bucket's wait (ChangeVisibility). Run calls it
+// for each message it receives; the serverless checker calls it for each
+// record of an SQS batch, with a queue that defers the SQS calls.
+// It returns an error (wrapped) when the limiter's store or the queue fails,
+// or when the message does not decode (the message is then deleted); the
+// message then stays on the queue to be redelivered.
+func (s *Scheduler) Handle(ctx context.Context, m queue.Message) error {
+	s.recvs.Add(1)
 	g, err := groups.Decode(m.Body)
 	if err != nil {
 		// A message we cannot read would be redelivered forever: drop it
@@ -437,7 +458,8 @@ func (s *Scheduler) settle(ctx context.Context, g groups.Group, grant bucket.Gra
 
 // requeue sends items of g back to the queue, visible after delay plus jitter.
 func (s *Scheduler) requeue(ctx context.Context, g groups.Group, items []groups.Item, delay time.Duration) error {
-	body, err := groups.Encode(groups.Group{Job: g.Job, Domain: g.Domain, Items: items})
+	g.Items = items
+	body, err := groups.Encode(g)
 	if err != nil {
 		return fmt.Errorf("re-encoding %s: %w", g.Domain, err)
 	}

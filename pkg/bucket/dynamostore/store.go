@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -202,8 +203,9 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 // makes the SDK log a checksum warning on every failed condition otherwise,
 // and on AWS TLS already protects response integrity. It returns an error if
 // the default configuration cannot be loaded.
-func NewClient(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
-	cfg, err := awsconfig.Load(ctx, region)
+// Extra load options (SDK middleware, for instance) go to awsconfig.Load.
+func NewClient(ctx context.Context, endpoint, region string, extra ...func(*config.LoadOptions) error) (*dynamodb.Client, error) {
+	cfg, err := awsconfig.Load(ctx, region, extra...)
 	if err != nil {
 		return nil, fmt.Errorf("dynamostore: %w", err)
 	}

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -88,8 +89,9 @@ func (q *Queue) URL() string { return q.url }
 // "http://127.0.0.1:9324" for fauxqs); region, when not empty, overrides the
 // configured region. It returns an error if the default configuration cannot
 // be loaded.
-func NewClient(ctx context.Context, endpoint, region string) (*sqs.Client, error) {
-	cfg, err := awsconfig.Load(ctx, region)
+// Extra load options (SDK middleware, for instance) go to awsconfig.Load.
+func NewClient(ctx context.Context, endpoint, region string, extra ...func(*config.LoadOptions) error) (*sqs.Client, error) {
+	cfg, err := awsconfig.Load(ctx, region, extra...)
 	if err != nil {
 		return nil, fmt.Errorf("sqsqueue: %w", err)
 	}

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -87,8 +88,9 @@ func (s *Store) Bucket() string { return s.bucket }
 // (UsePathStyle), which local servers need (see the package documentation);
 // region, when not empty, overrides the configured region. It returns an
 // error if the default configuration cannot be loaded.
-func NewClient(ctx context.Context, endpoint, region string) (*s3.Client, error) {
-	cfg, err := awsconfig.Load(ctx, region)
+// Extra load options (SDK middleware, for instance) go to awsconfig.Load.
+func NewClient(ctx context.Context, endpoint, region string, extra ...func(*config.LoadOptions) error) (*s3.Client, error) {
+	cfg, err := awsconfig.Load(ctx, region, extra...)
 	if err != nil {
 		return nil, fmt.Errorf("s3store: %w", err)
 	}
