@@ -3,6 +3,7 @@
 //
 //	urlcheck run [flags] FILE|-   check a list (text, CSV or JSON)
 //	urlcheck demo [flags]         check a generated list against a simulated web on loopback
+//	urlcheck serve [flags]        run the serverless pipeline locally against AWS-compatible servers
 //	urlcheck version              print the version
 //	urlcheck help                 print usage
 //
@@ -27,6 +28,7 @@ within each by a token bucket whose rate it learns from the hosts' answers.
 Usage:
   urlcheck run [flags] FILE|-   check a list of URLs (text, CSV or JSON; - reads stdin)
   urlcheck demo [flags]         check a generated list against a simulated web on loopback
+  urlcheck serve [flags]        run the serverless pipeline locally (API, drop folder, SQS checker)
   urlcheck version              print the version
   urlcheck help [COMMAND]       print this help, or a command's flags
 
@@ -56,6 +58,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		broken, err = cmdRun(ctx, args[1:], stdin, stdout, stderr)
 	case "demo":
 		broken, err = cmdDemo(ctx, args[1:], stdout, stderr)
+	case "serve":
+		broken, err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "urlcheck", version())
 		return 0
@@ -67,6 +71,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				return 0
 			case "demo":
 				demoFlags(stdout).fs.Usage()
+				return 0
+			case "serve":
+				serveFlags(stdout).fs.Usage()
 				return 0
 			}
 		}
