@@ -15,8 +15,9 @@ build: ## build bin/urlcheck
 run: ## check examples/urls.txt
 	$(GO) run ./cmd/urlcheck run examples/urls.txt
 
-test: vet ## the whole suite: gofmt, vet, unit + integration tests (race detector) against local AWS servers it installs and starts, the serverless end-to-end tests, short fuzz runs
-	infra/local/with-servers.sh sh -c '$(GO) test -race -short -count=1 ./... && $(GO) test -count=1 -timeout 15m ./pkg/pipeline/local/'
+test: vet ## the whole suite: gofmt, vet, unit + integration tests (race detector) against local AWS servers it installs and starts, the serverless end-to-end and fault tests, the report in headless Chromium, short fuzz runs
+	chromium=$$(infra/local/chromium.sh install) && export URLCHECK_CHROMIUM=$$chromium && \
+	infra/local/with-servers.sh sh -c '$(GO) test -race -short -count=1 ./... && $(GO) test -count=1 -timeout 15m ./pkg/pipeline/local/ ./pkg/report/'
 	$(MAKE) fuzz
 
 test-aws: ## only the tests against the local AWS servers (adapters, job table, event sources, serverless pipeline)
@@ -33,14 +34,16 @@ fuzz: ## run each fuzz target for FUZZTIME (default 100000x: a count, not a time
 		./pkg/backoff:FuzzParseRetryAfter \
 		./pkg/check:FuzzResolveLocation \
 		./pkg/check:FuzzParseTarget \
-		./pkg/groups:FuzzDecode; do \
+		./pkg/groups:FuzzDecode \
+		./pkg/pipeline:FuzzDecodePart \
+		./pkg/pipeline:FuzzJobForKey; do \
 		pkg=$${spec%%:*}; fn=$${spec##*:}; \
 		echo "fuzz $$pkg $$fn"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
-bench: ## politeness and speed figures (makespan ratio, 429 share, URLs/s, RSS, parse+split)
-	$(GO) run ./cmd/urlbench
+bench: ## politeness, speed and serverless cost figures (makespan ratio, 429 share, URLs/s, RSS, parse+split, AWS calls and $ per URL)
+	infra/local/with-servers.sh $(GO) run ./cmd/urlbench
 
 demo: ## watch throttling work against a simulated web on loopback (no internet needed)
 	$(GO) run ./cmd/urlcheck demo

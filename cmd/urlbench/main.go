@@ -11,6 +11,14 @@
 //   - peak RSS of `urlcheck run` checking 100,000 URLs in its own process,
 //     against a simulated web in this one (-connect-to); target ≤ 200 MB.
 //   - parse + split of 1,000,000 URLs; target ≤ 3 s.
+//   - the AWS cost of a serverless job (serverless.go): one 5,000-URL job
+//     through the local serverless pipeline (package pipeline/local), its
+//     AWS API calls per URL counted by SDK middleware (package awscalls) —
+//     DynamoDB writes ≤ 0.3, SQS requests ≤ 0.1, S3 PUTs ≤ 0.02 per URL —
+//     and the dollars per 75,000 URLs at on-demand us-east-1 prices. It
+//     needs the local AWS servers (URLCHECK_DDB_ENDPOINT and friends, set by
+//     infra/local/with-servers.sh); without them its rows read "skipped".
+//     One line per AWS operation follows the table.
 //
 // Scaled scenarios run on a scaled clock: simulated seconds are reported.
 package main
@@ -156,10 +164,28 @@ func run(only string) error {
 			fmt.Sprintf("%.2f s (%d groups)", el.Seconds(), len(gs)), verdict(el <= 3*time.Second)})
 	}
 
+	var ops []string
+	if want(serverlessName) {
+		rs, lines, err := serverless(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			add(r)
+		}
+		ops = lines
+	}
+
 	fmt.Println("| scenario | figure | target | measured | |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, r := range rows {
 		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.name, r.figure, r.target, r.value, r.verdict)
+	}
+	if len(ops) > 0 {
+		fmt.Printf("\nAWS API calls of the serverless job (%d URLs, set-up excluded):\n\n", serverlessURLs)
+		for _, l := range ops {
+			fmt.Println("    " + l)
+		}
 	}
 	return nil
 }

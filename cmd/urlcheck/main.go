@@ -4,6 +4,8 @@
 //	urlcheck run [flags] FILE|-   check a list (text, CSV or JSON)
 //	urlcheck demo [flags]         check a generated list against a simulated web on loopback
 //	urlcheck serve [flags]        run the serverless pipeline locally against AWS-compatible servers
+//	urlcheck diff [flags] OLD NEW compare two scans (exit 0 no changes, 1 changes, 2 error)
+//	urlcheck report [flags] DIR   write DIR/report.html, one self-contained HTML report
 //	urlcheck version              print the version
 //	urlcheck help                 print usage
 //
@@ -29,10 +31,15 @@ Usage:
   urlcheck run [flags] FILE|-   check a list of URLs (text, CSV or JSON; - reads stdin)
   urlcheck demo [flags]         check a generated list against a simulated web on loopback
   urlcheck serve [flags]        run the serverless pipeline locally (API, drop folder, SQS checker)
+  urlcheck diff [flags] OLD NEW compare two scans (result dirs): newly broken, fixed, still broken,
+                                redirect/status/latency changes, added, removed (exit 0 none, 1 some)
+  urlcheck report [flags] DIR   write DIR/report.html: one HTML page that opens offline (-baseline
+                                DIR adds the changes since an earlier scan)
   urlcheck version              print the version
   urlcheck help [COMMAND]       print this help, or a command's flags
 
-Results go to OUT/<job-id>/results.jsonl, results.csv and summary.json.
+Results go to OUT/<job-id>/results.jsonl, results.csv and summary.json; run -baseline DIR
+also writes the changes since an earlier scan to OUT/<job-id>/diff.json.
 Exit status: 0 every URL ok, 1 some URL broken, 2 usage error or unreadable input.
 `
 
@@ -60,6 +67,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		broken, err = cmdDemo(ctx, args[1:], stdout, stderr)
 	case "serve":
 		broken, err = cmdServe(ctx, args[1:], stdout, stderr)
+	case "diff":
+		broken, err = cmdDiff(ctx, args[1:], stdout, stderr)
+	case "report":
+		broken, err = cmdReport(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "urlcheck", version())
 		return 0
@@ -72,8 +83,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			case "demo":
 				demoFlags(stdout).fs.Usage()
 				return 0
+			case "report":
+				reportFlags(stdout).fs.Usage()
+				return 0
 			case "serve":
 				serveFlags(stdout).fs.Usage()
+				return 0
+			case "diff":
+				diffFlags(stdout).fs.Usage()
 				return 0
 			}
 		}

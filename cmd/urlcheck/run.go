@@ -55,6 +55,7 @@ type runOpts struct {
 	quiet          bool
 	groupSize      int
 	connectTo      string
+	baseline       string
 }
 
 func runFlags(out io.Writer) *runOpts {
@@ -81,6 +82,7 @@ func runFlags(out io.Writer) *runOpts {
 		fmt.Fprintln(out, "Usage: urlcheck run [flags] FILE|-")
 		fs.PrintDefaults()
 	}
+	fs.StringVar(&o.baseline, "baseline", "", "after the run, compare it with the earlier scan in `DIR` (a result directory, or its summary.json or results.jsonl): print the changes to stderr and write diff.json next to the new summary.json")
 	fs.StringVar(&o.connectTo, "connect-to", "", "testing: send every connection to `IP:PORT` instead of the URL host's address (as curl --connect-to does); loopback needs -allow-private")
 	return o
 }
@@ -197,6 +199,14 @@ func (o *runOpts) execute(ctx context.Context, jo job.Options, stdout, stderr io
 		}
 	}
 	jo.Store = store
+	var base *baseline
+	if o.baseline != "" {
+		b, err := loadBaseline(o.baseline)
+		if err != nil {
+			return false, err
+		}
+		base = b
+	}
 	if !o.quiet {
 		jo.Progress, jo.ProgressEvery = progressPrinter(stderr)
 	}
@@ -210,6 +220,11 @@ func (o *runOpts) execute(ctx context.Context, jo job.Options, stdout, stderr io
 		}
 	}
 	printSummary(stdout, rep)
+	if base != nil {
+		if err := writeBaselineDiff(base, rep.Dir, o.quiet, stderr); err != nil {
+			return rep.Summary.Broken > 0, err
+		}
+	}
 	return rep.Summary.Broken > 0, nil
 }
 

@@ -92,6 +92,14 @@ type Injector struct {
 	// Operations, when not empty, further restricts the faults to these
 	// operations, named "PutItem" or "DynamoDB.PutItem".
 	Operations []string
+	// PerAttempt moves the injector inside the SDK's retry loop (the
+	// Finalize step, after the "Retry" middleware): each attempt may fail,
+	// with a retryable 500, and the SDK retries it as it would a real
+	// transient server error, so that callers see a failure only when
+	// every attempt failed. "After" faults then model a lost response whose
+	// request the server applied and the SDK sends again (a conditional
+	// write that meets its own earlier write, a message sent twice).
+	PerAttempt bool
 	// Seed seeds the random draws. Calls made one at a time in the same
 	// order see the same faults for the same seed; concurrent calls draw in
 	// an unpredictable order.
@@ -189,6 +197,12 @@ func copyMap(m map[string]int) map[string]int {
 func (f *Injector) APIOptions() []func(*middleware.Stack) error {
 	f.init()
 	return []func(*middleware.Stack) error{func(stack *middleware.Stack) error {
+		if f.PerAttempt {
+			if err := stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc(f.id, f.handleAttempt), "Retry", middleware.After); err != nil {
+				return fmt.Errorf("awsfault: adding the per-attempt fault injector: %w", err)
+			}
+			return nil
+		}
 		if err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc(f.id, f.handle), middleware.After); err != nil {
 			return fmt.Errorf("awsfault: adding the fault injector: %w", err)
 		}
@@ -259,6 +273,21 @@ func (f *Injector) handle(ctx context.Context, in middleware.InitializeInput, ne
 		md = m
 	}
 	return middleware.InitializeOutput{}, md, newFault(svc, op, after, seq)
+}
+
+func (f *Injector) handleAttempt(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+	svc, op := middleware.GetServiceID(ctx), middleware.GetOperationName(ctx)
+	fail, after, seq := f.draw(svc, op)
+	if !fail {
+		return next.HandleFinalize(ctx, in)
+	}
+	var md middleware.Metadata
+	if after {
+		out, m, _ := next.HandleFinalize(ctx, in)
+		closeBody(out.Result)
+		md = m
+	}
+	return middleware.FinalizeOutput{}, md, newFault(svc, op, after, seq)
 }
 
 func newFault(svc, op string, after bool, seq int) *Fault {

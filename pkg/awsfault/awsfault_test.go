@@ -429,3 +429,34 @@ func TestAfterMode(t *testing.T) {
 		t.Errorf("InjectedAfter = %v, want one per call", got)
 	}
 }
+
+// TestPerAttempt: inside the retry loop every attempt may fail, and the SDK
+// retries a fault as a transient server error (3 attempts by default).
+func TestPerAttempt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := setupServers(t, ctx)
+	tests := []struct {
+		name        string
+		rate        float64
+		wantErr     bool
+		wantFaults  int
+		wantAttempt bool
+	}{
+		{"every attempt fails", 1, true, 3, false},
+		{"no attempt fails", 0, false, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &Injector{Rate: tc.rate, Seed: 1, PerAttempt: true, Services: []string{"DynamoDB"}}
+			d, _, _ := s.faulty(t, ctx, awscalls.NewCounter(), f)
+			_, err := d.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: domainKey("missing.example")})
+			if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, ErrInjected)) {
+				t.Fatalf("err = %v, want injected error: %v", err, tc.wantErr)
+			}
+			if got := f.Injected()["DynamoDB.GetItem"]; got != tc.wantFaults {
+				t.Errorf("%d faults injected, want %d (one per SDK attempt)", got, tc.wantFaults)
+			}
+		})
+	}
+}

@@ -244,12 +244,13 @@ type shardView struct {
 	done     int
 	classes  map[string]int // from the c_<class> attributes
 	updated  time.Time
+	seen     []int // the keys counted so far
 }
 
 // complete reports whether the shard's count has reached its total.
 func (v shardView) complete() bool { return v.totalSet && v.done >= v.total }
 
-// decodeShard returns what a shard item says, leaving out its seen set.
+// decodeShard returns what a shard item says.
 func decodeShard(item map[string]types.AttributeValue) (shardView, error) {
 	var v shardView
 	_, v.totalSet = item[attrTotal]
@@ -266,6 +267,9 @@ func decodeShard(item map[string]types.AttributeValue) (shardView, error) {
 		return shardView{}, err
 	}
 	v.total, v.done, v.updated = int(total), int(done), fromMillis(upd)
+	if v.seen, err = getNS(item, attrSeen); err != nil {
+		return shardView{}, err
+	}
 	for name := range item {
 		if !strings.HasPrefix(name, classPrefix) {
 			continue

@@ -528,3 +528,28 @@ func (s *Store) Touch(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// Claim lets one of several repairers take over a stalled step: it sets
+// the job's updated time to now on condition that the job is in state and
+// its updated time is still seen (as read before, in Job.Updated, to the
+// millisecond). It returns true for the one caller whose claim succeeded,
+// false (no error) when the job moved on or someone else claimed it first.
+// A missing job is an error wrapping ErrNotFound.
+func (s *Store) Claim(ctx context.Context, id string, state State, seen time.Time) (bool, error) {
+	e := newExpr()
+	upd := "SET " + e.name(attrUpdated) + " = " + e.value(nv(s.now()))
+	cond := exists(e) + " AND " + e.name(attrState) + " = " + e.value(sv(string(state)))
+	if ms := millis(seen); ms > 0 {
+		cond += " AND " + e.name(attrUpdated) + " = " + e.value(nv(ms))
+	} else {
+		cond += " AND attribute_not_exists(" + e.name(attrUpdated) + ")"
+	}
+	old, ok, err := s.update(ctx, id, e, upd, cond)
+	if err != nil {
+		return false, fmt.Errorf("jobs: claiming job %q: %w", id, err)
+	}
+	if !ok && len(old) == 0 {
+		return false, fmt.Errorf("jobs: claiming job %q: %w", id, ErrNotFound)
+	}
+	return ok, nil
+}

@@ -273,3 +273,34 @@ func TestSetSplitAndTouch(t *testing.T) {
 		t.Fatalf("after Touch: %+v", j)
 	}
 }
+
+func TestClaim(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	s := testStore(t, clk)
+	ctx := testCtx(t)
+	j, _, err := s.Create(ctx, Job{ID: "claim-1", State: Summarizing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		state State
+		seen  time.Time
+		want  bool
+	}{
+		{"wrong state", Running, j.Updated, false},
+		{"stale updated time", Summarizing, j.Updated.Add(-time.Second), false},
+		{"first claim wins", Summarizing, j.Updated, true},
+		{"second claim with the same view loses", Summarizing, j.Updated, false},
+	}
+	for _, tc := range tests {
+		clk.Advance(time.Second) // every claim writes a new updated time
+		got, err := s.Claim(ctx, "claim-1", tc.state, tc.seen)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: Claim = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := s.Claim(ctx, "no-such-job", Summarizing, time.Now()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing job: err = %v, want ErrNotFound", err)
+	}
+}

@@ -39,25 +39,35 @@ const startParallel = 8
 // wrapped with the job and shard; a missing job surfaces as ErrNotFound only
 // when Record tries to mark a shard.
 func (s *Store) Record(ctx context.Context, id string, shard int, items []Counted) (complete bool, err error) {
+	complete, _, err = s.RecordSeen(ctx, id, shard, items)
+	return complete, err
+}
+
+// RecordSeen is Record that also returns the keys the shard had counted
+// as of its last write (those of items included), at no extra cost: the
+// write returns the item. Callers use it to skip work already done, such
+// as the rest of a message that was delivered twice.
+func (s *Store) RecordSeen(ctx context.Context, id string, shard int, items []Counted) (complete bool, seen []int, err error) {
 	if shard < 0 {
-		return false, fmt.Errorf("jobs: job %q: negative shard %d", id, shard)
+		return false, nil, fmt.Errorf("jobs: job %q: negative shard %d", id, shard)
 	}
 	items = dedupe(items)
 	if len(items) == 0 {
-		return false, nil
+		return false, nil, nil
 	}
 	var last shardView
 	for start := 0; start < len(items); start += MaxRecordChunk {
 		v, err := s.count(ctx, id, shard, items[start:min(start+MaxRecordChunk, len(items))])
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		last = v
 	}
 	if !last.complete() {
-		return false, nil
+		return false, last.seen, nil
 	}
-	return s.markShard(ctx, id, shard)
+	complete, err = s.markShard(ctx, id, shard)
+	return complete, last.seen, err
 }
 
 // dedupe returns items without repeated keys, keeping the first of each.

@@ -36,7 +36,7 @@ const (
 	CodeMissingAPIKey  = "missing_api_key"        // 401
 	CodeInvalidAPIKey  = "invalid_api_key"        // 403
 	CodeJobNotFound    = "job_not_found"          // 404
-	CodeRouteNotFound  = "route_not_found"        // 404
+	CodeRouteNotFound  = "route_not_found"        // 404 (the API front answers unknown routes first on AWS)
 	CodeJobNotDone     = "job_not_done"           // 409
 	CodeJobFinished    = "job_finished"           // 409
 	CodeUnavailable    = "unavailable"            // 503, retry later
@@ -48,9 +48,10 @@ const (
 // apiError is an error answer.
 type apiError struct {
 	status int
-	Code   string `json:"code"`
-	Msg    string `json:"message"`
-	Line   int    `json:"line,omitempty"`
+	Code   string     `json:"code"`
+	Msg    string     `json:"message"`
+	Line   int        `json:"line,omitempty"`
+	state  jobs.State // job_not_done: the job's state, answered next to the error
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Msg }
@@ -114,7 +115,11 @@ func errBody(err error) (int, any) {
 	if !errors.As(err, &ae) {
 		ae = &apiError{status: http.StatusServiceUnavailable, Code: CodeUnavailable, Msg: "a backing service failed; retry later"}
 	}
-	return ae.status, map[string]any{"error": ae}
+	body := map[string]any{"error": ae}
+	if ae.state != "" {
+		body["state"] = ae.state
+	}
+	return ae.status, body
 }
 
 func (d *Deps) authorize(req events.APIGatewayV2HTTPRequest) error {
@@ -188,6 +193,12 @@ func (d *Deps) postJob(ctx context.Context, req events.APIGatewayV2HTTPRequest) 
 	case bytes.IndexByte(body, 0) >= 0 || !utf8.Valid(body):
 		return 0, nil, errf(http.StatusBadRequest, CodeBinaryBody, "the body is not UTF-8 text")
 	}
+	name := ""
+	if format == urllist.FormatJSON {
+		if body, name, err = unwrapJobRequest(body); err != nil {
+			return 0, nil, err
+		}
+	}
 	type rejected struct {
 		Line  int    `json:"line"`
 		Error string `json:"error"`
@@ -224,8 +235,11 @@ func (d *Deps) postJob(ctx context.Context, req events.APIGatewayV2HTTPRequest) 
 	id := newJobID()
 	key := JobKeyPrefix + id + ext
 	now := d.clock().Now()
+	if name == "" {
+		name = key
+	}
 	if _, _, err := d.Jobs.Create(ctx, jobs.Job{ID: id, State: jobs.Splitting, Source: "api", Key: key,
-		Name: key, Lines: accepted + nrej, Rejected: nrej, Expires: now.Add(d.jobTTL())}); err != nil {
+		Name: name, Lines: accepted + nrej, Rejected: nrej, Expires: now.Add(d.jobTTL())}); err != nil {
 		return 0, nil, fmt.Errorf("creating job: %w", err)
 	}
 	if err := d.Objects.Put(ctx, key, bytes.NewReader(body), header(req, "content-type")); err != nil {
@@ -239,6 +253,39 @@ func (d *Deps) postJob(ctx context.Context, req events.APIGatewayV2HTTPRequest) 
 		"job_id": id, "urls_accepted": accepted, "urls_rejected": nrej, "rejected": rej,
 		"status_url": "/jobs/" + id,
 	}, nil
+}
+
+// unwrapJobRequest accepts the JSON object form of a list,
+// {"urls": [...], "name": "..."}, and returns the array alone, preceded by
+// as many newlines as came before it so that line numbers still point into
+// the body as sent; an array body is returned as it is.
+func unwrapJobRequest(body []byte) ([]byte, string, error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n\ufeff")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return body, "", nil
+	}
+	var req struct {
+		URLs json.RawMessage `json:"urls"`
+		Name string          `json:"name"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		ae := errf(http.StatusBadRequest, CodeInvalidJSON, "the body is not a JSON array of URLs nor an object {\"urls\": [...]}: %v", err)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			ae.Line = 1 + bytes.Count(body[:min(int(se.Offset), len(body))], []byte("\n"))
+		}
+		return nil, "", ae
+	}
+	if len(req.URLs) == 0 || req.URLs[0] != '[' {
+		return nil, "", errf(http.StatusBadRequest, CodeInvalidJSON, `the object has no "urls" array`)
+	}
+	at := bytes.Index(body, req.URLs)
+	lines := 0
+	if at > 0 {
+		lines = bytes.Count(body[:at], []byte("\n"))
+	}
+	out := append(bytes.Repeat([]byte("\n"), lines), req.URLs...)
+	return out, req.Name, nil
 }
 
 // lineOf digs a "line N" out of a urllist error, 0 if none.
@@ -284,7 +331,7 @@ func (d *Deps) postUpload(ctx context.Context, req events.APIGatewayV2HTTPReques
 		return 0, nil, err
 	}
 	id := newJobID()
-	key := JobKeyPrefix + id + ext
+	key := UploadKeyPrefix + id + ext
 	u, err := d.Objects.PresignPut(ctx, key, in.ContentType, presignTTL)
 	if err != nil {
 		return 0, nil, fmt.Errorf("presigning the upload: %w", err)
@@ -346,9 +393,9 @@ func notFound(id string, err error) error {
 }
 
 // Status returns a job's status. It also repairs what a crash left behind:
-// a running job whose every shard is counted is moved on and summarized, and
-// a summary that stalled for StuckAfter is redone; a running job without
-// progress for StuckAfter is reported stuck. Errors wrap jobs.ErrNotFound
+// a running job whose every line is counted is moved on and summarized; a
+// split or a summary that stalled for StuckAfter is redone (both are
+// idempotent); a job without progress for StuckAfter is reported stuck. Errors wrap jobs.ErrNotFound
 // or the store's error.
 func (d *Deps) Status(ctx context.Context, id string) (JobStatus, error) {
 	p, err := d.Jobs.Progress(ctx, id)
@@ -359,12 +406,22 @@ func (d *Deps) Status(ctx context.Context, id string) (JobStatus, error) {
 	now := d.clock().Now()
 	idle := now.Sub(p.LastProgress)
 	switch {
-	case j.State == jobs.Running && j.Shards >= 0 && j.ShardsDone >= j.Shards && p.Done >= p.Total:
+	case j.State == jobs.Running && p.Done >= p.Total:
+		// Every line is counted but the completing worker did not move the
+		// job on (it crashed, or its answer was lost).
 		if err := d.finishJob(ctx, id); err != nil {
 			d.log().Error("status: finishing job", "job", id, "err", err)
 		}
-	case j.State == jobs.Summarizing && idle > d.stuckAfter():
-		if err := d.Jobs.Touch(ctx, id); err == nil {
+	case j.State == jobs.Splitting && now.Sub(j.Updated) > d.stuckAfter() && j.Key != "":
+		// The ingest gave up (or never ran): it is idempotent and resumes.
+		// The claim makes one status check, not every concurrent one, do it.
+		if won, err := d.Jobs.Claim(ctx, id, jobs.Splitting, j.Updated); err == nil && won {
+			if err := d.IngestObject(ctx, j.Key, j.ETag, 0); err != nil {
+				d.log().Error("status: resuming the split", "job", id, "err", err)
+			}
+		}
+	case j.State == jobs.Summarizing && now.Sub(j.Updated) > d.stuckAfter():
+		if won, err := d.Jobs.Claim(ctx, id, jobs.Summarizing, j.Updated); err == nil && won {
 			if err := d.Summarize(ctx, id); err != nil {
 				d.log().Error("status: re-summarizing job", "job", id, "err", err)
 			}
@@ -375,7 +432,8 @@ func (d *Deps) Status(ctx context.Context, id string) (JobStatus, error) {
 	}
 	st := JobStatus{JobID: id, State: j.State, Done: p.Done + j.Rejected, Total: j.Lines, Lines: j.Lines,
 		Rejected: j.Rejected, URLs: j.URLs, Counts: map[string]int{}, Source: j.Source,
-		Created: timePtr(j.Created), Started: timePtr(j.Started), Finished: timePtr(j.Finished), Error: j.Error}
+		Created: timePtr(j.Created), Started: timePtr(j.Started), Finished: timePtr(j.Finished), Error: j.Error,
+		Busiest: []BusyDomain{}}
 	for c, n := range p.Classes {
 		st.Counts[c] = n
 	}
@@ -421,7 +479,9 @@ func (d *Deps) getResults(ctx context.Context, id string) (int, any, error) {
 		return 0, nil, notFound(id, err)
 	}
 	if j.State != jobs.Done {
-		return 0, nil, errf(http.StatusConflict, CodeJobNotDone, "job %s is %s; results are ready when it is done", id, j.State)
+		ae := errf(http.StatusConflict, CodeJobNotDone, "job %s is %s; results are ready when it is done", id, j.State)
+		ae.state = j.State
+		return 0, nil, ae
 	}
 	files := map[string]string{}
 	for _, name := range []string{results.JSONLFile, results.CSVFile, results.SummaryFile} {

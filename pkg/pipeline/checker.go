@@ -26,8 +26,9 @@ import (
 // serves many invocations): the limiter over the domains table and the
 // HTTP checker with its connection pool and NXDOMAIN cache.
 type checkerState struct {
-	lim *bucket.Limiter
-	chk schedule.Checker
+	lim  *bucket.Limiter
+	chk  schedule.Checker
+	seen *seenCache
 }
 
 // stateCache remembers job states for a few seconds, so that a batch costs
@@ -44,6 +45,60 @@ type cachedState struct {
 }
 
 const stateTTL = 5 * time.Second
+
+// seenCache remembers, per job and progress shard, the lines counted as of
+// this process's last count (jobs.Store.RecordSeen returns them with every
+// write). A record whose lines are all counted is dropped unworked, and
+// counted lines are taken out of a record before it is worked: this ends
+// the duplicate chains that at-least-once delivery and re-sent remainders
+// would otherwise keep alive (a message delivered twice would have both
+// copies re-send their rest, and so on). Counted lines have their results
+// stored, so skipping them loses nothing.
+type seenCache struct {
+	mu sync.Mutex
+	m  map[string]map[int]map[int]bool // job -> shard -> line -> counted
+}
+
+const seenJobs = 64 // jobs remembered before the cache starts over
+
+func (c *seenCache) add(job string, shard int, lines []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || (c.m[job] == nil && len(c.m) >= seenJobs) {
+		c.m = map[string]map[int]map[int]bool{}
+	}
+	if c.m[job] == nil {
+		c.m[job] = map[int]map[int]bool{}
+	}
+	set := c.m[job][shard]
+	if set == nil {
+		set = make(map[int]bool, len(lines))
+		c.m[job][shard] = set
+	}
+	for _, l := range lines {
+		set[l] = true
+	}
+}
+
+// unseen returns g's items whose lines are not all counted yet.
+func (c *seenCache) unseen(g groups.Group) []groups.Item {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	set := c.m[g.Job][g.Shard]
+	if len(set) == 0 {
+		return g.Items
+	}
+	var out []groups.Item
+	for _, it := range g.Items {
+		for _, l := range it.Lines {
+			if !set[l] {
+				out = append(out, it)
+				break
+			}
+		}
+	}
+	return out
+}
 
 var initMu sync.Mutex
 
@@ -65,7 +120,7 @@ func (d *Deps) init() {
 		}
 		chk = check.New(cfg)
 	}
-	d.checker = &checkerState{lim: lim, chk: chk}
+	d.checker = &checkerState{lim: lim, chk: chk, seen: &seenCache{}}
 	d.jobCache = &stateCache{m: map[string]cachedState{}}
 }
 
@@ -101,7 +156,8 @@ type outcome struct {
 	deleted bool          // done with: Lambda deletes it
 	hide    time.Duration // hide for this long (ChangeVisibility)
 	hidden  bool
-	sendErr error // a re-send failed (set by the batcher)
+	sendErr error  // a re-send failed (set by the batcher)
+	body    []byte // the record's body less its counted lines; nil = unchanged
 	part    part
 }
 
@@ -234,6 +290,17 @@ func (d *Deps) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			o.err = fmt.Errorf("message %s: %w", rec.MessageId, err)
 			continue
 		}
+		if items := d.checker.seen.unseen(g); len(items) < len(g.Items) {
+			if len(items) == 0 {
+				o.deleted = true // a duplicate: all of it is counted
+				continue
+			}
+			g.Items = items
+			if o.body, err = groups.Encode(g); err != nil {
+				o.err = fmt.Errorf("message %s: %w", rec.MessageId, err)
+				continue
+			}
+		}
 		o.group = g
 		byJob[g.Job] = append(byJob[g.Job], o)
 	}
@@ -306,7 +373,11 @@ func (d *Deps) handleOne(ctx context.Context, q *batchQueue, o *outcome) {
 	}
 	sch := schedule.New(q, d.checker.lim, d.checker.chk, rec, emit, nil, d.Schedule)
 	mctx := context.WithValue(ctx, msgKey{}, o.rec.MessageId)
-	err := sch.Handle(mctx, queue.Message{ID: o.rec.MessageId, Body: []byte(o.rec.Body), Receipt: o.rec.ReceiptHandle,
+	body := o.body
+	if body == nil {
+		body = []byte(o.rec.Body)
+	}
+	err := sch.Handle(mctx, queue.Message{ID: o.rec.MessageId, Body: body, Receipt: o.rec.ReceiptHandle,
 		ReceiveCount: receiveCount(o.rec)})
 	if err != nil {
 		o.err = err
@@ -347,11 +418,12 @@ func (d *Deps) commitJob(ctx context.Context, job string, outs []*outcome) {
 		if len(done) == 0 {
 			continue
 		}
-		c, err := d.Jobs.Record(ctx, job, shard, done)
+		c, seen, err := d.Jobs.RecordSeen(ctx, job, shard, done)
 		if err != nil {
 			fail(fmt.Errorf("counting progress of job %s: %w", job, err))
 			return
 		}
+		d.checker.seen.add(job, shard, seen)
 		complete = complete || c
 	}
 	if complete {

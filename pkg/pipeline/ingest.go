@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/url"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -22,10 +24,15 @@ import (
 	"github.com/urlcheck/urlcheck/pkg/urllist"
 )
 
-// JobKeyPrefix is where the API puts lists whose job ID it has already
-// handed out: inbox/jobs/<id>.<ext>. Any other key under InboxPrefix is a
-// drop-folder upload whose job ID is derived from the key and ETag.
-const JobKeyPrefix = InboxPrefix + "jobs/"
+// JobKeyPrefix is where POST /jobs puts lists whose job ID it has already
+// handed out (inbox/jobs/<id>.<ext>), and UploadKeyPrefix where the
+// presigned uploads of POST /uploads go (inbox/uploads/<id>.<ext>). Any
+// other key under InboxPrefix is a drop-folder upload whose job ID is
+// derived from the key and ETag.
+const (
+	JobKeyPrefix    = InboxPrefix + "jobs/"
+	UploadKeyPrefix = InboxPrefix + "uploads/"
+)
 
 var jobIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{5,63}$`)
 
@@ -33,8 +40,9 @@ var jobIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{5,63}$`)
 // characters of lower-case letters, digits and '-', not starting with '-'.
 func ValidJobID(id string) bool { return jobIDPattern.MatchString(id) }
 
-// JobForKey returns the job ID and source ("api" or "drop") of the object
-// key with the given ETag: for inbox/jobs/<id>.<ext> the ID in the name; for
+// JobForKey returns the job ID and source ("api", "upload" or "drop") of the
+// object key with the given ETag: for inbox/jobs/<id>.<ext> and
+// inbox/uploads/<id>.<ext> the ID in the name; for
 // any other inbox key "d-" and 20 hex digits of SHA-256(key, ETag), so that
 // the same object (key and ETag) always yields the same job and an
 // overwritten object a new one. ok is false for keys outside the inbox.
@@ -42,10 +50,12 @@ func JobForKey(key, etag string) (id, source string, ok bool) {
 	if !strings.HasPrefix(key, InboxPrefix) || strings.HasSuffix(key, "/") {
 		return "", "", false
 	}
-	if rest, found := strings.CutPrefix(key, JobKeyPrefix); found && !strings.Contains(rest, "/") {
-		base := strings.TrimSuffix(rest, path.Ext(rest))
-		if ValidJobID(base) {
-			return base, "api", true
+	for prefix, src := range map[string]string{JobKeyPrefix: "api", UploadKeyPrefix: "upload"} {
+		if rest, found := strings.CutPrefix(key, prefix); found && !strings.Contains(rest, "/") {
+			base := strings.TrimSuffix(rest, path.Ext(rest))
+			if ValidJobID(base) {
+				return base, src, true
+			}
 		}
 	}
 	sum := sha256.Sum256([]byte(key + "\x00" + strings.Trim(etag, `"`)))
@@ -72,11 +82,34 @@ func (d *Deps) Ingest(ctx context.Context, ev events.S3Event) error {
 			}
 			key = k
 		}
-		if err := d.IngestObject(ctx, key, r.S3.Object.ETag, r.S3.Object.Size); err != nil {
+		if err := d.ingestRetrying(ctx, key, r.S3.Object.ETag, r.S3.Object.Size); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ingestAttempts is how many times Ingest tries an object before it leaves
+// the retry to Lambda's asynchronous invocation (and the status check's
+// repair of a job stuck in splitting).
+const ingestAttempts = 4
+
+// ingestRetrying runs IngestObject, retrying failures (after the SDK's own
+// retries) with a growing, jittered pause: it is idempotent and resumes
+// where it stopped.
+func (d *Deps) ingestRetrying(ctx context.Context, key, etag string, size int64) error {
+	var err error
+	for i := range ingestAttempts {
+		if err = d.IngestObject(ctx, key, etag, size); err == nil || ctx.Err() != nil {
+			return err
+		}
+		d.log().Warn("ingest: attempt failed", "key", key, "attempt", i+1, "err", err)
+		pause := time.Duration(100<<i) * time.Millisecond
+		if err := d.clock().Sleep(ctx, pause/2+time.Duration(rand.Int64N(int64(pause/2)))); err != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // IngestObject makes the job of the inbox object key: it creates the job

@@ -78,6 +78,36 @@ type Summary struct {
 	LatencyMS LatencySummary `json:"latency_ms"`
 	// Domains is sorted by URLs descending, then by domain name.
 	Domains []DomainSummary `json:"domains"`
+	// Timeline holds the requests over time of the TimelineDomains domains
+	// with the most requests, sorted by requests descending, then by domain
+	// name; empty (and omitted from JSON) when no request was sent, and in
+	// summaries written before it existed.
+	Timeline []DomainTimeline `json:"timeline,omitempty"`
+}
+
+// DomainTimeline is one domain's requests over the job, counted in
+// consecutive buckets of BucketSeconds seconds: bucket i covers
+// [Start + i*BucketSeconds, Start + (i+1)*BucketSeconds), and the last
+// bucket also takes anything at or after its end. Tally.Summary gives every
+// timeline of a summary the same Start, BucketSeconds and length, at most
+// TimelineMaxBuckets buckets.
+type DomainTimeline struct {
+	// Domain is the registrable domain.
+	Domain string `json:"domain"`
+	// Start is the start of the first bucket.
+	Start time.Time `json:"start"`
+	// BucketSeconds is the width of each bucket in seconds (a whole number
+	// >= 1 from Tally.Summary).
+	BucketSeconds float64 `json:"bucket_s"`
+	// Requests counts the requests sent in each bucket, retries included;
+	// Requests[i]/BucketSeconds is the request rate in requests/s.
+	Requests []int `json:"requests"`
+	// Throttled counts, per bucket, the requests the server throttled; it
+	// has the same length as Requests.
+	Throttled []int `json:"throttled"`
+	// LearnedRate is the domain's learned rate at the end of the job in
+	// requests/s, as in DomainSummary.
+	LearnedRate float64 `json:"learned_rate"`
 }
 
 // WriteSummary writes s as indented JSON to <dir>/summary.json atomically:

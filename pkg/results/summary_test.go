@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,13 +37,17 @@ func TestWriteSummaryRoundTrip(t *testing.T) {
 	}
 	for _, k := range []string{"\n  \"job_id\": \"job-42\"", `"makespan_s": 9.25`, `"unique_urls": 1`,
 		`"by_status": {`, `"throttled_share": 0.5`, `"p50": 12.3`, `"learned_rate": 1.5`,
-		`"achieved_rate": 0.5`, `"p95_ms": 12.3`, `"first": "2025-03-01T12:00:01Z"`} {
+		`"achieved_rate": 0.5`, `"p95_ms": 12.3`, `"first": "2025-03-01T12:00:01Z"`,
+		`"timeline": [`, `"bucket_s": 1`} {
 		if !strings.Contains(string(raw), k) {
 			t.Errorf("summary.json lacks %s:\n%s", k, raw)
 		}
 	}
 	if n := strings.Count(string(raw), `"first"`); n != 1 {
 		t.Errorf("summary.json has %d \"first\" keys, want 1 (omitted for b.com)", n)
+	}
+	if len(s.Timeline) != 1 {
+		t.Errorf("Timeline = %+v, want one domain", s.Timeline)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("summary.json stat = %v, %v; want mode 0644", fi, err)
@@ -53,6 +58,28 @@ func TestWriteSummaryRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, s) {
 		t.Errorf("round trip mismatch\n got: %+v\nwant: %+v", back, s)
+	}
+}
+
+func TestReadSummaryWithoutTimeline(t *testing.T) {
+	// Summaries written before Summary.Timeline existed still read.
+	path := filepath.Join(t.TempDir(), SummaryFile)
+	if err := os.WriteFile(path, []byte(`{"job_id":"old","total":1,"domains":[{"domain":"a.com","urls":1}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummary(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.JobID != "old" || s.Timeline != nil || len(s.Domains) != 1 {
+		t.Errorf("ReadSummary = %+v, want job old, one domain, no timeline", s)
+	}
+	data, err := json.Marshal(Summary{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "timeline") {
+		t.Errorf("empty timeline not omitted: %s", data)
 	}
 }
 

@@ -13,11 +13,14 @@ import (
 
 // Tally aggregates a job's results and requests into a Summary. It is safe
 // for concurrent use. Memory: 4 bytes per latency sample (kept as float32
-// milliseconds, in the job total and again in the sample's domain), plus
-// one map entry per distinct line number and per distinct URL.
+// milliseconds, in the job total and again in the sample's domain), 4 bytes
+// per request and 4 more per throttled request (int32 milliseconds since the
+// job's start, for Summary.Timeline), plus one map entry per distinct line
+// number and per distinct URL.
 type Tally struct {
 	clk     clock.Clock
 	started time.Time
+	base    time.Time // origin of domainTally.times: started, or the first request time if started is zero
 
 	mu        sync.Mutex
 	lines     map[int]struct{} // line numbers already added
@@ -41,6 +44,8 @@ type domainTally struct {
 	throttled   int
 	first, last time.Time
 	latencies   []float32
+	times       []int32 // request times, ms since Tally.base (clamped to int32)
+	thrTimes    []int32 // times of the throttled requests, ditto
 }
 
 // TallyOption configures NewTally.
@@ -59,6 +64,7 @@ func NewTally(started time.Time, opts ...TallyOption) *Tally {
 	t := &Tally{
 		clk:      clock.Real{},
 		started:  started,
+		base:     started,
 		lines:    make(map[int]struct{}),
 		urls:     make(map[string]struct{}),
 		byClass:  make(map[string]int),
@@ -134,7 +140,9 @@ func (t *Tally) Request(domain string, status int, throttled bool) {
 
 // RequestAt is Request with an explicit request time at, which sets the
 // domain's First and Last request times (the earliest and latest at seen,
-// in whatever order calls arrive).
+// in whatever order calls arrive) and is kept, to the millisecond, for
+// Summary.Timeline. Times more than about 24 days away from the job's
+// start are clamped for the timeline only.
 func (t *Tally) RequestAt(domain string, status int, throttled bool, at time.Time) {
 	_ = status
 	t.mu.Lock()
@@ -143,10 +151,16 @@ func (t *Tally) RequestAt(domain string, status int, throttled bool, at time.Tim
 	if throttled {
 		t.throttled++
 	}
+	if t.base.IsZero() {
+		t.base = at
+	}
+	ms := msSince(t.base, at)
 	d := t.domain(domain)
 	d.requests++
+	d.times = append(d.times, ms)
 	if throttled {
 		d.throttled++
+		d.thrTimes = append(d.thrTimes, ms)
 	}
 	if d.first.IsZero() || at.Before(d.first) {
 		d.first = at
@@ -184,7 +198,9 @@ func (t *Tally) Done() (done, broken int) {
 // Summary builds the job summary as of finished. learned, which may be nil,
 // returns each domain's learned request rate in requests/s at the end of the
 // job; a nil function, or a NaN, infinite or negative rate, gives 0. The
-// Tally is not changed and may keep being used.
+// Timeline covers the TimelineDomains domains with the most requests (see
+// DomainTimeline); it is empty when no request was sent. The Tally is not
+// changed and may keep being used.
 func (t *Tally) Summary(jobID string, finished time.Time, learned func(domain string) float64) Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -251,8 +267,91 @@ func (t *Tally) Summary(jobID string, finished time.Time, learned func(domain st
 		}
 		return cmp.Compare(a.Domain, b.Domain)
 	})
+	s.Timeline = t.timeline(finished, s.Domains)
 	return s
 }
+
+// TimelineDomains is the number of domains, the busiest by requests, that
+// Summary.Timeline covers.
+const TimelineDomains = 5
+
+// TimelineMaxBuckets bounds the number of buckets per DomainTimeline: the
+// bucket width is the smallest whole number of seconds (at least 1) that
+// covers the timeline's span in at most this many buckets.
+const TimelineMaxBuckets = 600
+
+// timeline buckets the request times of the busiest domains; t.mu is held.
+// domains carries each domain's learned rate. All timelines share one origin
+// (the job's start, or an earlier request) and one bucket width, and end at
+// finished or the latest request, whichever is later.
+func (t *Tally) timeline(finished time.Time, domains []DomainSummary) []DomainTimeline {
+	busy := make([]DomainSummary, 0, len(domains))
+	for _, ds := range domains {
+		if ds.Requests > 0 {
+			busy = append(busy, ds)
+		}
+	}
+	if len(busy) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(busy, func(a, b DomainSummary) int {
+		if c := cmp.Compare(b.Requests, a.Requests); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Domain, b.Domain)
+	})
+	busy = busy[:min(len(busy), TimelineDomains)]
+
+	// Span in ms relative to t.base: lo is the origin, hi the end.
+	var lo, hi int64
+	if t.started.IsZero() {
+		lo = math.MaxInt64
+	}
+	if !finished.IsZero() {
+		hi = int64(msSince(t.base, finished))
+	}
+	for _, ds := range busy {
+		for _, ms := range t.domains[ds.Domain].times {
+			lo, hi = min(lo, int64(ms)), max(hi, int64(ms))
+		}
+	}
+	hi = max(hi, lo)
+	span := hi - lo                                                    // ms
+	bucketMS := max(1000, ceilDiv(span, TimelineMaxBuckets*1000)*1000) // whole seconds
+	n := int(max(1, ceilDiv(span, bucketMS)))
+	start := t.base.Add(time.Duration(lo) * time.Millisecond)
+
+	out := make([]DomainTimeline, 0, len(busy))
+	for _, ds := range busy {
+		d := t.domains[ds.Domain]
+		tl := DomainTimeline{
+			Domain:        ds.Domain,
+			Start:         start,
+			BucketSeconds: float64(bucketMS) / 1000,
+			Requests:      make([]int, n),
+			Throttled:     make([]int, n),
+			LearnedRate:   ds.LearnedRate,
+		}
+		for _, ms := range d.times {
+			tl.Requests[min(int((int64(ms)-lo)/bucketMS), n-1)]++
+		}
+		for _, ms := range d.thrTimes {
+			tl.Throttled[min(int((int64(ms)-lo)/bucketMS), n-1)]++
+		}
+		out = append(out, tl)
+	}
+	return out
+}
+
+// msSince returns at - base in milliseconds, clamped to the int32 range
+// (about ±24.8 days).
+func msSince(base, at time.Time) int32 {
+	ms := at.Sub(base).Milliseconds()
+	return int32(min(max(ms, math.MinInt32), math.MaxInt32))
+}
+
+// ceilDiv returns ceil(a/b) for a >= 0, b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // Percentile returns the p-th percentile (0 < p <= 100) of sorted, which
 // must be in ascending order, by the nearest-rank method: the smallest

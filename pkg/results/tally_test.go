@@ -208,6 +208,11 @@ func TestTallySummary(t *testing.T) {
 					{Domain: "big.com", URLs: 3, Requests: 4, Throttled: 2, LearnedRate: 0.5, AchievedRate: 0.75, P95MS: 2, First: sec(0), Last: sec(4)},
 					{Domain: "small.com", URLs: 1, Requests: 1, P95MS: 3, First: sec(7), Last: sec(7)},
 				},
+				Timeline: []DomainTimeline{ // 12.5 s job: 13 one-second buckets, busiest first
+					tline("big.com", t0, 1, 13, map[int]int{0: 1, 1: 1, 2: 1, 4: 1}, map[int]int{1: 1, 4: 1}, 0.5),
+					tline("also.com", t0, 1, 13, map[int]int{3: 2}, nil, 2),
+					tline("small.com", t0, 1, 13, map[int]int{7: 1}, nil, 0),
+				},
 			},
 		},
 		{
@@ -215,7 +220,8 @@ func TestTallySummary(t *testing.T) {
 			ops:  []op{req("a.com", 200, false, 5), req("a.com", 200, false, 1), req("a.com", 200, false, 3)},
 			want: Summary{
 				Requests: 3, ByClass: zeroClasses(nil), ByStatus: map[string]int{},
-				Domains: []DomainSummary{{Domain: "a.com", Requests: 3, AchievedRate: 0.5, First: sec(1), Last: sec(5)}},
+				Domains:  []DomainSummary{{Domain: "a.com", Requests: 3, AchievedRate: 0.5, First: sec(1), Last: sec(5)}},
+				Timeline: []DomainTimeline{tline("a.com", t0, 1, 13, map[int]int{1: 1, 3: 1, 5: 1}, nil, 0)},
 			},
 		},
 		{
@@ -256,6 +262,118 @@ func TestTallySummary(t *testing.T) {
 			done, broken := ta.Done()
 			if done != want.Total || broken != want.Broken {
 				t.Errorf("Done() = %d, %d; want %d, %d", done, broken, want.Total, want.Broken)
+			}
+		})
+	}
+}
+
+// counts returns n buckets, zero except for the given index: count pairs.
+func counts(n int, kv map[int]int) []int {
+	out := make([]int, n)
+	for i, c := range kv {
+		out[i] = c
+	}
+	return out
+}
+
+// tline builds the DomainTimeline Tally.Summary is expected to return.
+func tline(domain string, start time.Time, bucketS float64, n int, reqs, thr map[int]int, learned float64) DomainTimeline {
+	return DomainTimeline{Domain: domain, Start: start, BucketSeconds: bucketS,
+		Requests: counts(n, reqs), Throttled: counts(n, thr), LearnedRate: learned}
+}
+
+func TestTallyTimeline(t *testing.T) {
+	tests := []struct {
+		name     string
+		started  time.Time
+		ops      []op
+		finished time.Time
+		learned  func(string) float64
+		want     []DomainTimeline
+	}{
+		{
+			name:     "no requests: no timeline",
+			started:  t0,
+			ops:      []op{plan("a.com", 3), add(1, "https://a.com/", "a.com", ClassOK, 200, 1)},
+			finished: sec(10),
+		},
+		{
+			name:    "top 5 by requests, ties by name, domains without requests left out",
+			started: t0,
+			ops: []op{
+				plan("idle.com", 100),
+				req("f.com", 200, false, 0),
+				req("e.com", 200, false, 0), req("e.com", 200, false, 0.5),
+				req("d.com", 200, false, 1), req("d.com", 200, false, 1.2),
+				req("c.com", 200, false, 2), req("c.com", 200, false, 2), req("c.com", 429, true, 2.999),
+				req("b.com", 200, false, 0), req("b.com", 200, false, 1), req("b.com", 200, false, 2), req("b.com", 200, false, 3),
+				req("a.com", 200, false, 0), req("a.com", 200, false, 3.999),
+			},
+			finished: sec(3.5), // the last request (3.999) extends the span to 4 buckets
+			learned:  func(d string) float64 { return map[string]float64{"b.com": 3}[d] },
+			want: []DomainTimeline{
+				tline("b.com", t0, 1, 4, map[int]int{0: 1, 1: 1, 2: 1, 3: 1}, nil, 3),
+				tline("c.com", t0, 1, 4, map[int]int{2: 3}, map[int]int{2: 1}, 0),
+				tline("a.com", t0, 1, 4, map[int]int{0: 1, 3: 1}, nil, 0),
+				tline("d.com", t0, 1, 4, map[int]int{1: 2}, nil, 0),
+				tline("e.com", t0, 1, 4, map[int]int{0: 2}, nil, 0),
+			},
+		},
+		{
+			name:     "long job: buckets widen to whole seconds, at most 600",
+			started:  t0,
+			ops:      []op{req("a.com", 200, false, 0), req("a.com", 503, true, 5.9), req("a.com", 200, false, 6), req("a.com", 200, false, 3599)},
+			finished: sec(3600), // 3600 s / 600 = 6 s buckets
+			want:     []DomainTimeline{tline("a.com", t0, 6, 600, map[int]int{0: 2, 1: 1, 599: 1}, map[int]int{0: 1}, 0)},
+		},
+		{
+			name:     "not quite 600 s: one-second buckets",
+			started:  t0,
+			ops:      []op{req("a.com", 200, false, 599.9)},
+			finished: sec(600),
+			want:     []DomainTimeline{tline("a.com", t0, 1, 600, map[int]int{599: 1}, nil, 0)},
+		},
+		{
+			name:     "600.5 s: two-second buckets",
+			started:  t0,
+			ops:      []op{req("a.com", 200, false, 600.4)},
+			finished: sec(600.5),
+			want:     []DomainTimeline{tline("a.com", t0, 2, 301, map[int]int{300: 1}, nil, 0)},
+		},
+		{
+			name:     "request before the start moves the origin; one at the end goes in the last bucket",
+			started:  t0,
+			ops:      []op{req("a.com", 200, false, -1.5), req("a.com", 200, false, 2)},
+			finished: sec(2),
+			want:     []DomainTimeline{tline("a.com", sec(-1.5), 1, 4, map[int]int{0: 1, 3: 1}, nil, 0)},
+		},
+		{
+			name:     "zero start and zero finish: span of the requests",
+			ops:      []op{req("a.com", 200, false, 10), req("a.com", 200, false, 12.5)},
+			finished: time.Time{},
+			want:     []DomainTimeline{tline("a.com", sec(10), 1, 3, map[int]int{0: 1, 2: 1}, nil, 0)},
+		},
+		{
+			name:     "all requests at one instant: one bucket",
+			ops:      []op{req("a.com", 200, false, 1), req("a.com", 429, true, 1)},
+			finished: time.Time{},
+			want:     []DomainTimeline{tline("a.com", sec(1), 1, 1, map[int]int{0: 2}, map[int]int{0: 1}, 0)},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ta := NewTally(tc.started)
+			for _, o := range tc.ops {
+				o(ta)
+			}
+			got := ta.Summary("j", tc.finished, tc.learned).Timeline
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Timeline mismatch\n got: %+v\nwant: %+v", got, tc.want)
+			}
+			for _, tl := range got {
+				if n := len(tl.Requests); n > TimelineMaxBuckets || n != len(tl.Throttled) {
+					t.Errorf("%s: %d request buckets, %d throttled buckets; want equal and <= %d", tl.Domain, n, len(tl.Throttled), TimelineMaxBuckets)
+				}
 			}
 		})
 	}

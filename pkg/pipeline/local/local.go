@@ -56,7 +56,8 @@ type Options struct {
 	// template's 720 s suits Lambda's timeout, not a test's patience).
 	QueueVisibility time.Duration
 	// BatchSize, BatchWindow and MaxConcurrency are the event source
-	// mapping's (template: 100, 1 s, 20).
+	// mapping's (template: 100, 1 s, 20). A negative BatchWindow means none
+	// (BatchSize at most 10 then, as in Lambda).
 	BatchSize      int
 	BatchWindow    time.Duration
 	MaxConcurrency int
@@ -65,7 +66,8 @@ type Options struct {
 	// Configure, when set, adjusts the Deps before anything runs (tests
 	// point the checker at a simulated web here).
 	Configure func(*pipeline.Deps)
-	// Handler, when set, wraps the checker handler (tests inject crashes).
+	// WrapChecker, when set, wraps the checker handler (tests inject
+	// crashes and duplicate deliveries).
 	WrapChecker func(eventsource.SQSHandler) eventsource.SQSHandler
 	Logger      *slog.Logger
 }
@@ -114,7 +116,10 @@ func Start(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if o.BatchSize <= 0 {
 		o.BatchSize = 100
 	}
-	if o.BatchWindow <= 0 {
+	switch {
+	case o.BatchWindow < 0:
+		o.BatchWindow = 0
+	case o.BatchWindow == 0:
 		o.BatchWindow = time.Second
 	}
 	if o.MaxConcurrency <= 0 {
