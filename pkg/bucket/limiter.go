@@ -98,17 +98,18 @@ func (g Grant) Offset(j int) time.Duration {
 // Acquire asks for up to want requests to domain. It grants the tokens
 // released within the horizon, and slots of the concurrency cap, in one
 // compare-and-swap. It never blocks waiting for tokens: with nothing to grant
-// it returns N == 0 and the Wait after which to ask again. Errors come from
+// it returns N == 0 and the Wait after which to ask again, having written
+// nothing (one read of the store, no write). Errors come from
 // the store, or wrap ErrConflict after Config.MaxRetries lost races.
 func (l *Limiter) Acquire(ctx context.Context, domain string, want int) (Grant, error) {
 	var g Grant
-	err := l.update(ctx, domain, func(s *State, now time.Time) {
+	err := l.update(ctx, domain, func(s *State, now time.Time) bool {
 		g = Grant{Domain: domain, At: now, Rate: s.Learned.Rate}
 		busy := pruneLeases(s, now)
 		free := l.cfg.MaxInFlight - busy
 		if free <= 0 {
 			g.Wait = l.cfg.BusyRetry
-			return
+			return false
 		}
 		paused := time.Duration(0)
 		if s.PausedUntil.After(now) {
@@ -116,7 +117,7 @@ func (l *Limiter) Acquire(ctx context.Context, domain string, want int) (Grant, 
 		}
 		if paused > l.cfg.Horizon {
 			g.Wait = paused
-			return
+			return false
 		}
 		b := s.Bucket.Refill(now, g.Rate, l.cfg.Burst)
 		g.tokens = b.Tokens
@@ -125,13 +126,14 @@ func (l *Limiter) Acquire(ctx context.Context, domain string, want int) (Grant, 
 		s.Bucket = nb
 		if n == 0 {
 			g.Wait = paused + nb.Wait(now, 1, g.Rate, l.cfg.Burst)
-			return
+			return false
 		}
 		g.N = n
 		g.Slots = min(n, free)
 		g.Lease = l.id + "-" + strconv.FormatUint(l.seq.Add(1), 36)
 		g.Wait = paused + Offset(g.tokens, n, g.Rate)
 		s.Leases = append(s.Leases, Lease{ID: g.Lease, Slots: g.Slots, Expires: now.Add(l.cfg.LeaseTTL)})
+		return true
 	})
 	return g, err
 }
@@ -144,7 +146,7 @@ func (l *Limiter) Acquire(ctx context.Context, domain string, want int) (Grant, 
 // behind each other. It takes no concurrency slot. Errors are the store's.
 func (l *Limiter) Reserve(ctx context.Context, domain string) (time.Duration, error) {
 	var wait time.Duration
-	err := l.update(ctx, domain, func(s *State, now time.Time) {
+	err := l.update(ctx, domain, func(s *State, now time.Time) bool {
 		b := s.Bucket.Refill(now, s.Learned.Rate, l.cfg.Burst)
 		wait = Offset(b.Tokens, 0, s.Learned.Rate)
 		if s.PausedUntil.After(now) {
@@ -152,6 +154,7 @@ func (l *Limiter) Reserve(ctx context.Context, domain string) (time.Duration, er
 		}
 		b.Tokens--
 		s.Bucket = b
+		return true
 	})
 	return wait, err
 }
@@ -163,7 +166,7 @@ func (l *Limiter) Reserve(ctx context.Context, domain string) (time.Duration, er
 // It returns the domain's learned state afterwards.
 func (l *Limiter) Settle(ctx context.Context, g Grant, fb Feedback) (Learned, error) {
 	var out Learned
-	err := l.update(ctx, g.Domain, func(s *State, now time.Time) {
+	err := l.update(ctx, g.Domain, func(s *State, now time.Time) bool {
 		if g.Lease != "" {
 			for i, ls := range s.Leases {
 				if ls.ID != g.Lease {
@@ -191,6 +194,7 @@ func (l *Limiter) Settle(ctx context.Context, g Grant, fb Feedback) (Learned, er
 		}
 		s.Learned = s.Learned.Observe(l.cfg.Rate, now, fb)
 		out = s.Learned
+		return true
 	})
 	return out, err
 }
@@ -223,7 +227,11 @@ func pruneLeases(s *State, now time.Time) (busy int) {
 	return busy
 }
 
-func (l *Limiter) update(ctx context.Context, domain string, fn func(*State, time.Time)) error {
+// update applies fn to the domain's state with compare-and-swap, retrying
+// lost races. fn reports whether the state must be written: a refused
+// Acquire changes nothing that the next reader would not recompute (lazy
+// refill, expired leases), so it costs a read and no write.
+func (l *Limiter) update(ctx context.Context, domain string, fn func(*State, time.Time) bool) error {
 	s, err := l.store.Load(ctx, domain)
 	if err != nil {
 		return fmt.Errorf("loading bucket of %s: %w", domain, err)
@@ -233,7 +241,9 @@ func (l *Limiter) update(ctx context.Context, domain string, fn func(*State, tim
 			s.Learned.Rate = l.cfg.Rate.Start
 		}
 		next := cloneState(s)
-		fn(&next, l.clk.Now())
+		if !fn(&next, l.clk.Now()) {
+			return nil
+		}
 		cur, err := l.store.CompareAndSwap(ctx, domain, next)
 		if err == nil {
 			return nil

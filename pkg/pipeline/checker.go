@@ -304,6 +304,7 @@ func (d *Deps) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		o.group = g
 		byJob[g.Job] = append(byJob[g.Job], o)
 	}
+	start := d.clock().Now()
 	var wg sync.WaitGroup
 	for job, outs := range byJob {
 		state, err := d.jobState(ctx, job)
@@ -325,11 +326,15 @@ func (d *Deps) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			}
 			continue
 		}
+		byDomain := map[string][]*outcome{}
 		for _, o := range outs {
+			byDomain[o.group.Domain] = append(byDomain[o.group.Domain], o)
+		}
+		for _, same := range byDomain {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d.handleOne(ctx, q, o)
+				d.handleDomain(ctx, q, same, start)
 			}()
 		}
 	}
@@ -354,6 +359,35 @@ func (d *Deps) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 	}
 	return resp, nil
+}
+
+// sameDomainBudget is how long an invocation keeps working through the
+// records of one domain, one after the other, before it hands the rest back.
+const sameDomainBudget = 20 * time.Second
+
+// handleDomain works through the records of one domain one at a time: the
+// domain's bucket grants each the tokens of about a second, so taking them
+// in turn keeps the domain busy at its rate without the records racing for
+// the same bucket item (every lost race is a billed conditional write).
+// Once the bucket refuses one, the rest are hidden for the same wait
+// without asking again; after sameDomainBudget they are handed back too.
+func (d *Deps) handleDomain(ctx context.Context, q *batchQueue, outs []*outcome, start time.Time) {
+	var refused *outcome
+	for _, o := range outs {
+		if refused != nil || d.clock().Now().Sub(start) > sameDomainBudget {
+			wait := time.Second
+			if refused != nil {
+				wait = refused.hide
+			}
+			mctx := context.WithValue(ctx, msgKey{}, o.rec.MessageId)
+			_ = q.ChangeVisibility(mctx, o.rec.ReceiptHandle, wait)
+			continue
+		}
+		d.handleOne(ctx, q, o)
+		if o.hidden && o.err == nil {
+			refused = o
+		}
+	}
 }
 
 // handleOne runs one record through a Scheduler of its own, recovering a

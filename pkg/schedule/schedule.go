@@ -442,6 +442,11 @@ func (s *Scheduler) settle(ctx context.Context, g groups.Group, grant bucket.Gra
 	}
 	s.setRate(g.Domain, learned.Rate)
 	for d, f := range elsewhere {
+		if f.Throttled == 0 && f.Timeouts == 0 {
+			// Only congestion signals are worth a write to a domain this
+			// grant does not hold: successes there only feed its probing.
+			continue
+		}
 		if _, err := s.lim.Settle(ctx, bucket.Grant{Domain: d}, *f); err != nil {
 			return fmt.Errorf("feeding back %s's answer to a redirect: %w", d, err)
 		}

@@ -239,8 +239,10 @@ func Start(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		checker = o.WrapChecker(checker)
 	}
 	qarn, _ := sqsqueue.QueueARN(ctx, sq, p.QueueURL)
+	// Lambda's pollers long-poll for up to 20 s: an idle queue costs one
+	// receive per 20 s, not per second.
 	p.Poller = &eventsource.SQSPoller{Client: sq, QueueURL: p.QueueURL, QueueARN: qarn, BatchSize: o.BatchSize,
-		BatchWindow: o.BatchWindow, MaxConcurrency: o.MaxConcurrency, Handler: checker, Logger: log}
+		BatchWindow: o.BatchWindow, MaxConcurrency: o.MaxConcurrency, WaitTime: 20 * time.Second, Handler: checker, Logger: log}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
