@@ -11,6 +11,8 @@
 //   - peak RSS of `urlcheck run` checking 100,000 URLs in its own process,
 //     against a simulated web in this one (-connect-to); target ≤ 200 MB.
 //   - parse + split of 1,000,000 URLs; target ≤ 3 s.
+//   - the serverless ingest of a 1,000,000-URL list (S3 -> split -> SQS)
+//     against the local servers: time and heap, within Lambda's limits.
 //   - the AWS cost of a serverless job (serverless.go): one 5,000-URL job
 //     through the local serverless pipeline (package pipeline/local), its
 //     AWS API calls per URL counted by SDK middleware (package awscalls) —
@@ -174,6 +176,15 @@ func run(only string) error {
 			add(r)
 		}
 		ops = lines
+	}
+	if want(ingestName) {
+		rs, err := ingestMillion(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			add(r)
+		}
 	}
 
 	fmt.Println("| scenario | figure | target | measured | |")

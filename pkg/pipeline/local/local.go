@@ -66,6 +66,8 @@ type Options struct {
 	// Configure, when set, adjusts the Deps before anything runs (tests
 	// point the checker at a simulated web here).
 	Configure func(*pipeline.Deps)
+	// WrapIngest, when set, wraps the ingest handler the S3 webhook calls.
+	WrapIngest func(eventsource.S3Handler) eventsource.S3Handler
 	// WrapChecker, when set, wraps the checker handler (tests inject
 	// crashes and duplicate deliveries).
 	WrapChecker func(eventsource.SQSHandler) eventsource.SQSHandler
@@ -230,7 +232,11 @@ func Start(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		o.Configure(d)
 	}
 	p.Deps = d
-	p.Webhook.Handler = d.Ingest
+	var ingest eventsource.S3Handler = d.Ingest
+	if o.WrapIngest != nil {
+		ingest = o.WrapIngest(ingest)
+	}
+	p.Webhook.Handler = ingest
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.cancel = cancel
