@@ -15,13 +15,13 @@ build: ## build bin/urlcheck
 run: ## check examples/urls.txt
 	$(GO) run ./cmd/urlcheck run examples/urls.txt
 
-test: vet ## the whole suite: gofmt, vet, unit + integration tests (race detector) against local AWS servers it installs and starts, the serverless end-to-end and fault tests, the report in headless Chromium, short fuzz runs
+test: vet sfn-deps ## the whole suite: gofmt, vet, unit + integration tests (race detector) against local AWS servers it installs and starts, the serverless end-to-end and fault tests, the report in headless Chromium, short fuzz runs
 	chromium=$$(infra/local/chromium.sh install) && export URLCHECK_CHROMIUM=$$chromium && \
 	infra/local/with-servers.sh sh -c '$(GO) test -race -short -count=1 ./... && $(GO) test -count=1 -timeout 15m ./pkg/pipeline/local/ ./pkg/report/'
 	$(MAKE) fuzz
 
-test-aws: ## only the tests against the local AWS servers (adapters, job table, event sources, serverless pipeline)
-	infra/local/with-servers.sh $(GO) test -count=1 -timeout 15m ./pkg/bucket/dynamostore/ ./pkg/queue/sqsqueue/ ./pkg/results/s3store/ ./pkg/jobs/ ./pkg/eventsource/ ./pkg/awscalls/ ./pkg/awsfault/ ./pkg/pipeline/...
+test-aws: sfn-deps ## only the tests against the local AWS servers (adapters, job table, event sources, serverless pipeline)
+	infra/local/with-servers.sh $(GO) test -count=1 -timeout 15m ./pkg/bucket/dynamostore/ ./pkg/queue/sqsqueue/ ./pkg/results/s3store/ ./pkg/jobs/ ./pkg/eventsource/ ./pkg/awscalls/ ./pkg/awsfault/ ./pkg/pipeline/... ./pkg/scan/ ./infra/
 
 local: ## run the serverless pipeline on this machine against local AWS servers: a simulated list through POST /jobs and the drop folder
 	infra/local/with-servers.sh $(GO) run ./cmd/urlcheck serve -addr 127.0.0.1:8080 -simulate 2000 -once
@@ -63,7 +63,7 @@ clean: ## remove build and run outputs
 # LDFLAGS is the one defined at the top of this Makefile.
 LAMBDA_GOFLAGS := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 
-.PHONY: build-ApiFunction build-IngestFunction build-CheckerFunction sam-build sam-validate
+.PHONY: build-ApiFunction build-IngestFunction build-CheckerFunction build-ScanFunction sam-build sam-validate sfn-deps
 
 build-ApiFunction:
 	$(LAMBDA_GOFLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags '$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
@@ -79,3 +79,16 @@ sam-build: ## build the Lambda functions with AWS SAM (needs the sam CLI)
 
 sam-validate: ## lint template.yaml with AWS SAM (needs the sam CLI)
 	sam validate --lint
+
+build-ScanFunction:
+	$(LAMBDA_GOFLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags '$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./functions/scan
+
+# The Node harness of infra/scan_test.go (asl-validator + aws-local-stepfunctions, exact
+# versions in infra/local/sfn/package.json; --before pins transitive dependencies like
+# infra/local/emu.sh does; no lock file is kept).
+SFN_NPM_BEFORE ?= 2026-11-23T00:00:00Z
+sfn-deps: ## install the Step Functions test harness (infra/local/sfn/node_modules)
+	@test -f infra/local/sfn/node_modules/aws-local-stepfunctions/package.json && \
+	 test -f infra/local/sfn/node_modules/asl-validator/package.json || \
+	 npm install --prefix infra/local/sfn --no-audit --no-fund --no-package-lock --loglevel=error \
+		--before=$(SFN_NPM_BEFORE)

@@ -1,15 +1,19 @@
 package infra
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/urlcheck/urlcheck/pkg/pipeline"
+	"github.com/urlcheck/urlcheck/pkg/scan"
 )
 
 // bucketName is the data bucket's fixed name pattern (an Fn::Sub string).
@@ -25,6 +29,7 @@ var functions = []struct {
 	{"ApiFunction", "functions/api", 29, 512},
 	{"IngestFunction", "functions/ingest", 900, 1769},
 	{"CheckerFunction", "functions/checker", 120, 1024},
+	{"ScanFunction", "functions/scan", 900, 1769},
 }
 
 // resource returns the Properties of resource id, failing the test if the
@@ -105,6 +110,12 @@ func TestResourceTypes(t *testing.T) {
 		"DomainsTable":           "AWS::DynamoDB::Table",
 		"DataBucket":             "AWS::S3::Bucket",
 		"DataBucketPolicy":       "AWS::S3::BucketPolicy",
+		"ScanFunction":           "AWS::Serverless::Function",
+		"ScanStateMachine":       "AWS::Serverless::StateMachine",
+		"ScanTopic":              "AWS::SNS::Topic",
+		"ScanEmailSubscription":  "AWS::SNS::Subscription",
+		"ScanScheduleRole":       "AWS::IAM::Role",
+		"ScanScheduleEntry":      "AWS::Scheduler::Schedule",
 	}
 	res, _ := tmpl["Resources"].(map[string]any)
 	for id, typ := range want {
@@ -138,6 +149,10 @@ func TestParameters(t *testing.T) {
 		{"InboxRetentionDays", "Default", 7},
 		{"JobTTLDays", "Default", 30},
 		{"AlarmEmail", "Default", ""},
+		{"ScanName", "Default", "nightly"},
+		{"ScanListKey", "Default", ""},
+		{"ScanSchedule", "Default", "rate(1 day)"},
+		{"ScanEmail", "Default", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"."+tt.field, func(t *testing.T) {
@@ -155,6 +170,13 @@ func TestParameters(t *testing.T) {
 		if m, ok := v.(map[string]any); ok {
 			if r, ok := m["Ref"].(string); ok {
 				used[r] = true
+			}
+			sub, _ := m["Fn::Sub"].(string)
+			if l, ok := m["Fn::Sub"].([]any); ok && len(l) > 0 {
+				sub, _ = l[0].(string)
+			}
+			for _, sm := range subVar.FindAllStringSubmatch(sub, -1) {
+				used[sm[1]] = true
 			}
 		}
 	})
@@ -222,6 +244,9 @@ func TestEnvironment(t *testing.T) {
 			}
 			if f.id == "ApiFunction" {
 				want[pipeline.EnvAPIKey] = apiKey
+			}
+			if f.id == "ScanFunction" {
+				want[scan.EnvTopic] = ref("ScanTopic")
 			}
 			for name, w := range want {
 				if got, ok := vars[name]; !ok || !reflect.DeepEqual(got, w) {
@@ -628,6 +653,9 @@ func resourceKey(v any) string {
 	if a, ok := dig(v, "Fn::GetAtt").([]any); ok && len(a) == 2 {
 		return fmt.Sprintf("%v.%v", a[0], a[1])
 	}
+	if r, ok := dig(v, "Ref").(string); ok {
+		return "Ref " + r
+	}
 	if s, ok := dig(v, "Fn::Sub").(string); ok {
 		return strings.Replace(s, "arn:${AWS::Partition}:s3:::"+bucketName, "bucket", 1)
 	}
@@ -664,6 +692,20 @@ func TestLeastPrivilege(t *testing.T) {
 			"sqs:SendMessage on GroupsQueue.Arn", "sqs:ChangeMessageVisibility on GroupsQueue.Arn",
 			"s3:PutObject on bucket/results/*", "s3:GetObject on bucket/results/*",
 			"s3:ListBucket on bucket if s3:prefix like " + pipeline.ResultsPrefix + "*",
+		},
+		// The scan function ingests (start), checks status (which may
+		// summarize), diffs and records scans, and notifies.
+		"ScanFunction": {
+			"dynamodb:GetItem on JobsTable.Arn", "dynamodb:PutItem on JobsTable.Arn",
+			"dynamodb:UpdateItem on JobsTable.Arn", "dynamodb:Query on JobsTable.Arn",
+			"dynamodb:GetItem on DomainsTable.Arn",
+			"sqs:SendMessage on GroupsQueue.Arn",
+			"s3:GetObject on bucket/" + scan.ListsPrefix + "*",
+			"s3:GetObject on bucket/inbox/*", "s3:PutObject on bucket/inbox/*",
+			"s3:GetObject on bucket/results/*", "s3:PutObject on bucket/results/*",
+			"s3:GetObject on bucket/" + scan.Prefix + "*", "s3:PutObject on bucket/" + scan.Prefix + "*",
+			"s3:ListBucket on bucket if s3:prefix like [" + pipeline.ResultsPrefix + "* " + scan.Prefix + "*]",
+			"sns:Publish on Ref ScanTopic",
 		},
 	}
 	for _, f := range functions {
@@ -759,6 +801,170 @@ func TestOutputs(t *testing.T) {
 	for name, w := range want {
 		if got := dig(tmpl, "Outputs", name, "Value"); !reflect.DeepEqual(got, w) {
 			t.Errorf("output %s = %#v, want %#v", name, got, w)
+		}
+	}
+}
+
+// aslPath is the scan state machine's definition relative to this package.
+var aslPath = "scan.asl.json"
+
+// aslResources returns every Task state's Resource in the ASL definition at
+// path, by state name (nested Parallel/Map states included).
+func aslResources(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	var def any
+	if err := json.Unmarshal(b, &def); err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	out := map[string]string{}
+	walk(def, nil, func(p []string, v any) {
+		m, ok := v.(map[string]any)
+		if !ok || m["Type"] != "Task" || len(p) < 2 || p[len(p)-2] != "States" {
+			return
+		}
+		r, _ := m["Resource"].(string)
+		out[p[len(p)-1]] = r
+	})
+	return out
+}
+
+func TestScanStateMachine(t *testing.T) {
+	tmpl := loadTemplate(t)
+	sm := resource(t, tmpl, "ScanStateMachine")
+	if got := sm["DefinitionUri"]; got != "infra/scan.asl.json" {
+		t.Errorf("DefinitionUri = %#v, want infra/scan.asl.json", got)
+	}
+	if sm["Definition"] != nil {
+		t.Errorf("ScanStateMachine has an inline Definition as well as DefinitionUri")
+	}
+	subs, _ := sm["DefinitionSubstitutions"].(map[string]any)
+	resources, _ := tmpl["Resources"].(map[string]any)
+	// Every Task resource is exactly "${Var}" with Var substituted by the
+	// Arn of a function of the template.
+	tasks := aslResources(t, aslPath)
+	if len(tasks) < 5 {
+		t.Fatalf("found %d Task states in %s, want at least 5 (start, status, diff, notify, fail)", len(tasks), aslPath)
+	}
+	invoked := map[string]bool{}
+	for state, r := range tasks {
+		m := regexp.MustCompile(`^\$\{([A-Za-z0-9]+)\}$`).FindStringSubmatch(r)
+		if m == nil {
+			t.Errorf("state %s: Resource %q is not a single ${Substitution}", state, r)
+			continue
+		}
+		v, ok := subs[m[1]]
+		if !ok {
+			t.Errorf("state %s: ${%s} is not in DefinitionSubstitutions", state, m[1])
+			continue
+		}
+		fn, _ := dig(v, "Fn::GetAtt", "0").(string)
+		if dig(v, "Fn::GetAtt", "1") != "Arn" || dig(resources, fn, "Type") != "AWS::Serverless::Function" {
+			t.Errorf("state %s: ${%s} = %#v, want !GetAtt <function>.Arn", state, m[1], v)
+			continue
+		}
+		invoked[fn] = true
+	}
+	// The state machine may invoke exactly those functions, nothing else.
+	var grants, want []string
+	pols, _ := sm["Policies"].([]any)
+	for _, p := range pols {
+		for _, s := range statements(p) {
+			for _, a := range strs(s["Action"]) {
+				grants = append(grants, a+" on "+resourceKey(s["Resource"]))
+			}
+		}
+	}
+	for fn := range invoked {
+		want = append(want, "lambda:InvokeFunction on "+fn+".Arn")
+	}
+	sort.Strings(grants)
+	sort.Strings(want)
+	if !slices.Equal(grants, want) {
+		t.Errorf("ScanStateMachine grants %q, want %q", grants, want)
+	}
+	if !invoked["ScanFunction"] {
+		t.Errorf("no task invokes ScanFunction")
+	}
+	// The function publishes to the topic it is told about.
+	if got := dig(function(t, tmpl, "ScanFunction"), "Environment", "Variables", scan.EnvTopic); !reflect.DeepEqual(got, ref("ScanTopic")) {
+		t.Errorf("ScanFunction %s = %#v, want !Ref ScanTopic", scan.EnvTopic, got)
+	}
+}
+
+func TestScanSchedule(t *testing.T) {
+	tmpl := loadTemplate(t)
+	for id, cond := range map[string]string{"ScanScheduleEntry": "HasScanList", "ScanScheduleRole": "HasScanList",
+		"ScanEmailSubscription": "HasScanEmail"} {
+		if got := dig(tmpl, "Resources", id, "Condition"); got != cond {
+			t.Errorf("%s Condition = %v, want %s", id, got, cond)
+		}
+	}
+	conds := map[string]any{
+		"HasScanList":  map[string]any{"Fn::Not": []any{map[string]any{"Fn::Equals": []any{ref("ScanListKey"), ""}}}},
+		"HasScanEmail": map[string]any{"Fn::Not": []any{map[string]any{"Fn::Equals": []any{ref("ScanEmail"), ""}}}},
+	}
+	for c, w := range conds {
+		if got := dig(tmpl, "Conditions", c); !reflect.DeepEqual(got, w) {
+			t.Errorf("condition %s = %#v, want %#v", c, got, w)
+		}
+	}
+	checks := []struct {
+		res  string
+		path []string
+		want any
+	}{
+		{"ScanScheduleEntry", []string{"ScheduleExpression"}, ref("ScanSchedule")},
+		{"ScanScheduleEntry", []string{"FlexibleTimeWindow", "Mode"}, "OFF"},
+		{"ScanScheduleEntry", []string{"Target", "Arn"}, ref("ScanStateMachine")},
+		{"ScanScheduleEntry", []string{"Target", "RoleArn"}, getAtt("ScanScheduleRole", "Arn")},
+		{"ScanScheduleEntry", []string{"Target", "Input"}, sub(`{"name":"${ScanName}","list_key":"${ScanListKey}"}`)},
+		{"ScanScheduleRole", []string{"AssumeRolePolicyDocument", "Statement", "0", "Principal", "Service"}, "scheduler.amazonaws.com"},
+		{"ScanScheduleRole", []string{"Policies", "0", "PolicyDocument", "Statement"}, []any{map[string]any{
+			"Effect": "Allow", "Action": "states:StartExecution", "Resource": ref("ScanStateMachine")}}},
+		{"ScanEmailSubscription", []string{"TopicArn"}, ref("ScanTopic")},
+		{"ScanEmailSubscription", []string{"Protocol"}, "email"},
+		{"ScanEmailSubscription", []string{"Endpoint"}, ref("ScanEmail")},
+	}
+	for _, c := range checks {
+		if got := dig(resource(t, tmpl, c.res), c.path...); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s.%s = %#v, want %#v", c.res, strings.Join(c.path, "."), got, c.want)
+		}
+	}
+	// The parameters' patterns keep the schedule's input valid JSON and the
+	// name usable by pkg/scan.
+	namePat, _ := dig(tmpl, "Parameters", "ScanName", "AllowedPattern").(string)
+	keyPat, _ := dig(tmpl, "Parameters", "ScanListKey", "AllowedPattern").(string)
+	for _, tc := range []struct {
+		name, key string
+		ok        bool
+	}{
+		{"nightly", "lists/site.txt", true},
+		{"a", "", true},
+		{"Nightly", "lists/a.txt", false},
+		{"x", `lists/a".txt`, false},
+		{"x", "inbox/a.txt", false},
+		{strings.Repeat("a", 41), "lists/a", false},
+	} {
+		okName := regexp.MustCompile(namePat).MatchString(tc.name)
+		okKey := regexp.MustCompile(keyPat).MatchString(tc.key)
+		if okName != scan.ValidName(tc.name) {
+			t.Errorf("ScanName pattern accepts %q: %v, scan.ValidName: %v", tc.name, okName, scan.ValidName(tc.name))
+		}
+		if got := okName && okKey; got != tc.ok {
+			t.Errorf("name %q key %q accepted = %v, want %v", tc.name, tc.key, got, tc.ok)
+			continue
+		}
+		if tc.ok {
+			in := strings.NewReplacer("${ScanName}", tc.name, "${ScanListKey}", tc.key).
+				Replace(`{"name":"${ScanName}","list_key":"${ScanListKey}"}`)
+			var v map[string]string
+			if err := json.Unmarshal([]byte(in), &v); err != nil || v["name"] != tc.name || v["list_key"] != tc.key {
+				t.Errorf("schedule input %s = %v, %v", in, v, err)
+			}
 		}
 	}
 }

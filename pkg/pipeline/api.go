@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/urlcheck/urlcheck/pkg/jobs"
+	"github.com/urlcheck/urlcheck/pkg/report"
 	"github.com/urlcheck/urlcheck/pkg/results"
 	"github.com/urlcheck/urlcheck/pkg/urllist"
 )
@@ -484,7 +485,7 @@ func (d *Deps) getResults(ctx context.Context, id string) (int, any, error) {
 		return 0, nil, ae
 	}
 	files := map[string]string{}
-	for _, name := range []string{results.JSONLFile, results.CSVFile, results.SummaryFile} {
+	for _, name := range []string{results.JSONLFile, results.CSVFile, results.SummaryFile, report.FileName} {
 		u, err := d.Objects.PresignGet(ctx, resultKey(id, name), presignTTL)
 		if err != nil {
 			return 0, nil, fmt.Errorf("presigning %s: %w", name, err)

@@ -108,7 +108,23 @@ func (d *Deps) init() {
 	if d.checker != nil {
 		return
 	}
-	lim := bucket.NewLimiter(d.Rates, d.Limits, d.clock(), d.owner())
+	limits := d.Limits
+	if limits.LeaseTTL <= 0 {
+		// A lease outlives its requests only when its holder died (a killed
+		// invocation, or a grant whose answer was lost and retried): let it
+		// expire soon after the slowest request it can cover, so the
+		// domain's slots come back within a minute instead of the local
+		// default of two.
+		total := d.Check.TotalTimeout
+		if total <= 0 {
+			total = 30 * time.Second // check.Config's default
+		}
+		limits.LeaseTTL = limits.Horizon + total + 5*time.Second
+		if limits.Horizon <= 0 {
+			limits.LeaseTTL += time.Second
+		}
+	}
+	lim := bucket.NewLimiter(d.Rates, limits, d.clock(), d.owner())
 	chk := d.Checker
 	if chk == nil {
 		cfg := d.Check

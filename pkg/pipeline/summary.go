@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/urlcheck/urlcheck/pkg/jobs"
+	"github.com/urlcheck/urlcheck/pkg/report"
 	"github.com/urlcheck/urlcheck/pkg/results"
 )
 
@@ -35,8 +36,10 @@ func (d *Deps) finishJob(ctx context.Context, id string) error {
 // Summarize merges the parts of a job in state summarizing into
 // results/<job>/results.jsonl and results.csv (one result per input line,
 // sorted by line; where a line has several results, from a message delivered
-// twice, the one in the earliest part), writes results/<job>/summary.json
-// and moves the job to done. It is safe to run again if it was interrupted
+// twice, the one in the earliest part), writes results/<job>/report.html
+// (package report: the broken URLs, up to its cap, and the summary's
+// tables and timeline) and results/<job>/summary.json, and moves the job
+// to done. It is safe to run again if it was interrupted
 // (the files are overwritten with the same content). It returns an error
 // (wrapped) when S3 or the job table fails, or when the job is not in
 // summarizing.
@@ -67,6 +70,7 @@ func (d *Deps) Summarize(ctx context.Context, id string) error {
 	tally := results.NewTally(started)
 	seen := map[int]bool{}
 	dups := 0
+	var broken []results.Result // what the report lists
 	for _, k := range keys {
 		if err := d.readPart(ctx, k, func(rec record) error {
 			switch {
@@ -77,6 +81,9 @@ func (d *Deps) Summarize(ctx context.Context, id string) error {
 				}
 				seen[rec.Result.Line] = true
 				tally.Add(*rec.Result)
+				if results.Broken(rec.Result.Class) && len(broken) < report.DefaultMaxBroken {
+					broken = append(broken, *rec.Result)
+				}
 				return w.Write(*rec.Result)
 			case rec.Request != nil:
 				q := rec.Request
@@ -102,6 +109,13 @@ func (d *Deps) Summarize(ctx context.Context, id string) error {
 		if err := d.putFile(ctx, filepath.Join(dir, name), resultKey(id, name)); err != nil {
 			return fmt.Errorf("summarize %s: %w", id, err)
 		}
+	}
+	var page bytes.Buffer
+	if err := report.Write(&page, report.Input{Summary: sum, Results: broken}); err != nil {
+		return fmt.Errorf("summarize %s: %w", id, err)
+	}
+	if err := d.Objects.Put(ctx, resultKey(id, report.FileName), bytes.NewReader(page.Bytes()), "text/html; charset=utf-8"); err != nil {
+		return fmt.Errorf("summarize %s: %w", id, err)
 	}
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {

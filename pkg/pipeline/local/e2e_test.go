@@ -146,6 +146,15 @@ func verify(t *testing.T, p *local.Pipeline, id string, lines []string, truth ma
 		}
 		byLine[r.Line] = r
 	}
+	page, err := p.Deps.Objects.Get(context.Background(), pipeline.ResultsPrefix+id+"/report.html")
+	if err != nil {
+		t.Fatalf("job %s: no report.html next to summary.json: %v", id, err)
+	}
+	html, _ := io.ReadAll(page)
+	page.Close()
+	if !bytes.Contains(html, []byte("<svg")) || !bytes.Contains(html, []byte(id)) {
+		t.Errorf("job %s: report.html lacks its chart or job id (%d bytes)", id, len(html))
+	}
 	if len(byLine) != len(lines) || sum.Total != len(lines) {
 		t.Fatalf("job %s: %d results, summary total %d; want %d (one per line)", id, len(byLine), sum.Total, len(lines))
 	}

@@ -141,7 +141,7 @@ func TestFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	defer cancel()
 	st, err := p.Wait(wctx, id, time.Second)
 	faults.SetRate(0)
@@ -241,7 +241,7 @@ func TestThrottledNotDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	defer cancel()
 	if st, err := p.Wait(wctx, id, time.Second); err != nil || st.State != "done" {
 		t.Fatalf("job %s: %v %+v", id, err, st)
