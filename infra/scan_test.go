@@ -23,10 +23,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/urlcheck/urlcheck/pkg/check"
+	"github.com/urlcheck/urlcheck/pkg/clock"
 	"github.com/urlcheck/urlcheck/pkg/diff"
 	"github.com/urlcheck/urlcheck/pkg/pipeline"
 	"github.com/urlcheck/urlcheck/pkg/pipeline/local"
 	"github.com/urlcheck/urlcheck/pkg/scan"
+	"github.com/urlcheck/urlcheck/pkg/simweb"
 )
 
 // sfnDir is the Node harness (package.json, run.mjs); its node_modules
@@ -121,40 +123,47 @@ func TestScanASLValid(t *testing.T) {
 	}
 }
 
-// flipChecker is a checker whose outcomes come from a set of broken URL
-// paths that the test changes between scans.
-type flipChecker struct {
-	mu     sync.Mutex
-	broken map[string]bool // URL path -> broken
+// flipWeb is a simulated web of 30 unlimited hosts (u00.example ..
+// u29.example, one page each) whose pages the test breaks and fixes
+// between scans with simweb.Web.SetStatus.
+type flipWeb struct {
+	web  *simweb.Web
+	list []string
 }
 
-func (c *flipChecker) set(broken []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.broken = map[string]bool{}
+func newFlipWeb(t *testing.T) *flipWeb {
+	t.Helper()
+	w := simweb.New(clock.Real{})
+	f := &flipWeb{web: w}
+	for i := range 30 {
+		host := fmt.Sprintf("u%02d.example", i)
+		w.AddHost(simweb.Host{Name: host})
+		f.list = append(f.list, fmt.Sprintf("http://%s/ok/p/%d", host, i))
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	return f
+}
+
+// set makes exactly the pages of broken answer 404.
+func (f *flipWeb) set(broken []string) {
+	bad := map[string]bool{}
 	for _, u := range broken {
-		c.broken[pathOf(u)] = true
+		bad[u] = true
 	}
-}
-
-func pathOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
+	for _, raw := range f.list {
+		u, err := url.Parse(raw)
+		if err != nil {
+			panic(err)
+		}
+		status := 0
+		if bad[raw] {
+			status = http.StatusNotFound
+		}
+		f.web.SetStatus(u.Host, u.Path, status)
 	}
-	return u.Host + u.Path
-}
-
-func (c *flipChecker) Check(_ context.Context, raw string) check.Outcome {
-	c.mu.Lock()
-	broken := c.broken[pathOf(raw)]
-	c.mu.Unlock()
-	if broken {
-		return check.Outcome{Class: check.ClassClientError, Status: 404, FinalURL: raw, Method: "GET", Requests: 1,
-			Latency: 10 * time.Millisecond, Error: "404 Not Found"}
-	}
-	return check.Outcome{Class: check.ClassOK, Status: 200, FinalURL: raw, Method: "HEAD", Requests: 1,
-		Latency: 10 * time.Millisecond}
 }
 
 // fakeSNS records what is published.
@@ -300,8 +309,11 @@ func TestScanLocal(t *testing.T) {
 	o.Suffix = fmt.Sprintf("-scan-%d", time.Now().UnixNano()%1e9)
 	o.BatchWindow = -1
 	o.BatchSize = 10
-	chk := &flipChecker{}
-	o.Configure = func(d *pipeline.Deps) { d.Checker = chk }
+	chk := newFlipWeb(t)
+	o.Configure = func(d *pipeline.Deps) {
+		d.Check = check.Config{AllowPrivate: true, Resolver: chk.web.Resolver, Dial: chk.web.Dial,
+			TotalTimeout: 10 * time.Second}
+	}
 	ctx := context.Background()
 	p, err := local.Start(ctx, o)
 	if err != nil {
@@ -318,10 +330,7 @@ func TestScanLocal(t *testing.T) {
 	// 30 URLs on 30 domains: u00..u09 broken in scan 1 only (fixed),
 	// u10..u19 broken in scan 2 only (newly broken), u20..u24 broken in
 	// both, u25..u29 fine in both.
-	var list []string
-	for i := range 30 {
-		list = append(list, fmt.Sprintf("https://u%02d.example/p/%d", i, i))
-	}
+	list := chk.list
 	fixed, newly, still := list[0:10], list[10:20], list[20:25]
 	listKey := scan.ListsPrefix + "site.txt"
 	if err := p.Deps.Objects.Put(ctx, listKey, strings.NewReader(strings.Join(list, "\n")+"\n"), "text/plain"); err != nil {

@@ -210,6 +210,11 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 
 	a := route(r.URL.Path)
+	w.mu.Lock()
+	if st, set := w.status[name+r.URL.Path]; set {
+		a = action{kind: actStatus, status: st}
+	}
+	w.mu.Unlock()
 	switch a.kind {
 	case actOK:
 		finish(http.StatusOK)

@@ -114,12 +114,32 @@ type Web struct {
 	domains map[string]*domainState
 	log     []Request
 	certs   map[certKey]*certEntry
+	status  map[string]int // host+path -> status set by SetStatus
 
 	started, closed   bool
 	httpLn, httpsLn   net.Listener
 	httpSrv, httpsSrv *http.Server
 	refused           netip.AddrPort // a closed loopback port
 	done              chan struct{}  // closed by Close
+}
+
+// SetStatus makes requests for path on host (as the URL has them, e.g.
+// "site3.com", "/ok/page") answer status instead of what the path says,
+// after the domain's limits, until it is called again; status 0 restores the
+// path's own behaviour. It simulates a page that breaks or is fixed between
+// two scans. It panics on a status outside 200..599 (other than 0).
+func (w *Web) SetStatus(host, path string, status int) {
+	if status != 0 && (status < 200 || status > 599) {
+		panic(fmt.Sprintf("simweb.SetStatus(%q, %q): status %d not in 200..599", host, path, status))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := normalizeHost(host) + path
+	if status == 0 {
+		delete(w.status, key)
+		return
+	}
+	w.status[key] = status
 }
 
 // New returns an empty web whose latency, rates, Retry-After values and Date
@@ -133,6 +153,7 @@ func New(clk clock.Clock) *Web {
 		clk:     clk,
 		hosts:   make(map[string]Host),
 		domains: make(map[string]*domainState),
+		status:  make(map[string]int),
 		certs:   make(map[certKey]*certEntry),
 		done:    make(chan struct{}),
 	}

@@ -3,6 +3,7 @@ package simweb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -552,4 +553,48 @@ func TestSetupPanics(t *testing.T) {
 			tc.f()
 		}()
 	}
+}
+
+// TestSetStatus: a page can be broken and fixed between two scans.
+func TestSetStatus(t *testing.T) {
+	w, _ := newPathWeb(t)
+	c := rawClient(t, w)
+	get := func(u string) int {
+		t.Helper()
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	steps := []struct {
+		name      string
+		host      string
+		path      string
+		status    int // to set; -1 = set nothing
+		url, want string
+	}{
+		{"own behaviour", "", "", -1, "http://www.a.test/ok/page", "200"},
+		{"broken", "www.a.test", "/ok/page", 404, "http://www.a.test/ok/page", "404"},
+		{"host case ignored", "", "", -1, "http://WWW.A.TEST/ok/page", "404"},
+		{"other path unaffected", "", "", -1, "http://www.a.test/ok/other", "200"},
+		{"other host unaffected", "", "", -1, "http://docs.b.test/ok/page", "200"},
+		{"fixed", "www.a.test", "/ok/page", 0, "http://www.a.test/ok/page", "200"},
+		{"a failing path made to work", "docs.b.test", "/status/500", 200, "http://docs.b.test/status/500", "200"},
+	}
+	for _, s := range steps {
+		if s.status >= 0 {
+			w.SetStatus(s.host, s.path, s.status)
+		}
+		if got := get(s.url); fmt.Sprint(got) != s.want {
+			t.Errorf("%s: %s answered %d, want %s", s.name, s.url, got, s.want)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("SetStatus(700) did not panic")
+		}
+	}()
+	w.SetStatus("www.a.test", "/x", 700)
 }
