@@ -168,7 +168,7 @@ func run(only string) error {
 
 	var ops []string
 	if want(serverlessName) {
-		rs, lines, err := serverless(ctx)
+		rs, lines, err := serverless(ctx, serverlessName, true)
 		if err != nil {
 			return err
 		}
@@ -176,6 +176,15 @@ func run(only string) error {
 			add(r)
 		}
 		ops = lines
+	}
+	if want(serverlessCleanName) {
+		rs, _, err := serverless(ctx, serverlessCleanName, false)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			add(r)
+		}
 	}
 	if want(ingestName) {
 		rs, err := ingestMillion(ctx)

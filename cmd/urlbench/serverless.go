@@ -33,6 +33,10 @@ import (
 // serverless selects them).
 const serverlessName = "serverless: 5k URLs / 120 domains, one job (local pipeline)"
 
+// serverlessCleanName names the same job over a web without faulty URLs
+// (no redirects, loops, hangs or fallbacks): the pipeline's base cost.
+const serverlessCleanName = "serverless: 5k URLs / 120 domains, no faults"
+
 // Lambda memory sizes of template.yaml, in GB as Lambda bills them
 // (MemorySize MB ÷ 1024).
 const (
@@ -62,10 +66,10 @@ var serverlessFigures = [][2]string{
 
 // skippedServerless returns the serverless rows reading "skipped (no local
 // AWS servers)", for runs without URLCHECK_DDB_ENDPOINT.
-func skippedServerless() []row {
+func skippedServerless(name string) []row {
 	var rs []row
 	for _, f := range serverlessFigures {
-		rs = append(rs, row{serverlessName, f[0], f[1], "skipped (no local AWS servers)", ""})
+		rs = append(rs, row{name, f[0], f[1], "skipped (no local AWS servers)", ""})
 	}
 	return rs
 }
@@ -145,14 +149,17 @@ func (w *wasteCounter) onCall(c awscalls.Call) {
 // returns its rows and one line per AWS operation ("DynamoDB.UpdateItem
 // 1234"). Without URLCHECK_DDB_ENDPOINT it returns skipped rows. Errors name
 // the step that failed.
-func serverless(ctx context.Context) ([]row, []string, error) {
+func serverless(ctx context.Context, name string, faults bool) ([]row, []string, error) {
 	ddbEP, sqsEP := os.Getenv(pipeline.EnvDDBEndpoint), os.Getenv(pipeline.EnvSQSEndpoint)
 	vgw := os.Getenv("URLCHECK_VERSITYGW_BIN")
 	if ddbEP == "" || sqsEP == "" || vgw == "" {
-		return skippedServerless(), nil, nil
+		return skippedServerless(name), nil, nil
 	}
 	sc := simweb.Scenario{Seed: 7, Domains: 120, Big: []int{900}, URLs: serverlessURLs, RateMin: 5, RateMax: 25, BigRate: 40,
-		Faults: simweb.MixedFaults(), HTTPS: 0.3, Modes: simweb.AllModes()}
+		HTTPS: 0.3, Modes: simweb.AllModes()}
+	if faults {
+		sc.Faults = simweb.MixedFaults()
+	}
 	web, urls, _, err := simrun.Start(sc, clock.Real{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("serverless: simulated web: %w", err)
@@ -233,7 +240,7 @@ func serverless(ctx context.Context) ([]row, []string, error) {
 	per := func(v float64) float64 { return v / n }
 	var rs []row
 	add := func(i int, value, verdictText string) {
-		rs = append(rs, row{serverlessName, serverlessFigures[i][0], serverlessFigures[i][1], value, verdictText})
+		rs = append(rs, row{name, serverlessFigures[i][0], serverlessFigures[i][1], value, verdictText})
 	}
 	writes := per(float64(t.DynamoDBWrites()))
 	add(0, fmt.Sprintf("%.3f (%d writes; %.0f write units = %.3f/URL)", writes, t.DynamoDBWrites(), t.WriteUnits, per(t.WriteUnits)),

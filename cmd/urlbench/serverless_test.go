@@ -67,7 +67,7 @@ func TestWasteCounter(t *testing.T) {
 }
 
 func TestSkippedServerless(t *testing.T) {
-	rs := skippedServerless()
+	rs := skippedServerless(serverlessName)
 	if len(rs) != len(serverlessFigures) {
 		t.Fatalf("%d rows, want %d", len(rs), len(serverlessFigures))
 	}
