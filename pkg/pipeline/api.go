@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -292,18 +293,27 @@ func unwrapJobRequest(body []byte) ([]byte, string, error) {
 // lineOf digs a "line N" out of a urllist error, 0 if none.
 func lineOf(err error) int {
 	s := err.Error()
-	i := strings.Index(s, "line ")
-	if i < 0 {
-		return 0
-	}
-	n := 0
-	for _, c := range s[i+5:] {
-		if c < '0' || c > '9' {
-			break
+	for from := 0; ; {
+		i := strings.Index(s[from:], "line ")
+		if i < 0 {
+			return 0
 		}
-		n = n*10 + int(c-'0')
+		i += from
+		from = i + 5
+		if i > 0 && unicode.IsLetter(rune(s[i-1])) {
+			continue // "deadline 5", "headline 3"
+		}
+		n, digits := 0, 0
+		for _, c := range s[i+5:] {
+			if c < '0' || c > '9' {
+				break
+			}
+			n, digits = n*10+int(c-'0'), digits+1
+		}
+		if digits > 0 {
+			return n
+		}
 	}
-	return n
 }
 
 func (d *Deps) postUpload(ctx context.Context, req events.APIGatewayV2HTTPRequest) (int, any, error) {

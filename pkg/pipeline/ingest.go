@@ -273,7 +273,7 @@ func topDomains(domains map[string]int, n int) []jobs.DomainCount {
 		}
 		return strings.Compare(a.Domain, b.Domain)
 	})
-	return out[:min(n, len(out))]
+	return out[:min(max(n, 0), len(out))]
 }
 
 // failJob marks job failed with reason; the error returned is only a store

@@ -327,6 +327,9 @@ func TestLineOf(t *testing.T) {
 		{"line x", 0},
 		{"", 0},
 		{"reading line 4: line 9", 4}, // the first one
+		{"context deadline 5 exceeded at line 8", 8}, // not "deadline 5"
+		{"headline 3", 0},
+		{"line x then line 6", 6},
 	}
 	for _, c := range cases {
 		if got := lineOf(errors.New(c.msg)); got != c.want {
