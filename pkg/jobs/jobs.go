@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/urlcheck/urlcheck/pkg/awsconfig"
+	"github.com/urlcheck/urlcheck/pkg/bucket/dynamostore"
 	"github.com/urlcheck/urlcheck/pkg/clock"
 )
 
@@ -153,7 +154,7 @@ func NewClient(ctx context.Context, endpoint, region string, extra ...func(*conf
 // schema is not checked). Meant for tests and the local pipeline; on AWS the
 // table comes from the deployment template.
 func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
-	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+	err := dynamostore.EnsureTable(ctx, client, &dynamodb.CreateTableInput{
 		TableName: aws.String(table),
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String(attrJob), AttributeType: types.ScalarAttributeTypeS},
@@ -165,16 +166,8 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 		},
 		BillingMode: types.BillingModePayPerRequest,
 	})
-	var inUse *types.ResourceInUseException
-	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("jobs: creating table %s: %w", table, err)
-	}
-	w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay = time.Second
-		o.MaxDelay = 5 * time.Second
-	})
-	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 5*time.Minute); err != nil {
-		return fmt.Errorf("jobs: waiting for table %s to become ACTIVE: %w", table, err)
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
 	}
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
 	if err != nil {

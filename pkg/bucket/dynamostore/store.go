@@ -174,22 +174,36 @@ func decodeItem(item map[string]types.AttributeValue) (bucket.State, error) {
 // schema is not checked. It is meant for tests and the local pipeline; on AWS
 // the table comes from the deployment template.
 func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
-	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+	err := EnsureTable(ctx, client, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(AttrDomain), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(AttrDomain), KeyType: types.KeyTypeHash}},
 		BillingMode:          types.BillingModePayPerRequest,
 	})
+	if err != nil {
+		return fmt.Errorf("dynamostore: %w", err)
+	}
+	return nil
+}
+
+// EnsureTable creates the table that in describes unless it exists
+// (ResourceInUseException is not an error, and the existing table's schema
+// is not checked), then waits until it is ACTIVE, polling every 1 to 5 s
+// for at most 5 minutes or until ctx ends. The other tables of the local
+// pipeline (package jobs) are made with it too. Errors name the table.
+func EnsureTable(ctx context.Context, client *dynamodb.Client, in *dynamodb.CreateTableInput) error {
+	table := aws.ToString(in.TableName)
+	_, err := client.CreateTable(ctx, in)
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("dynamostore: creating table %s: %w", table, err)
+		return fmt.Errorf("creating table %s: %w", table, err)
 	}
 	w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay = time.Second
 		o.MaxDelay = 5 * time.Second
 	})
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 5*time.Minute); err != nil {
-		return fmt.Errorf("dynamostore: waiting for table %s to become ACTIVE: %w", table, err)
+		return fmt.Errorf("waiting for table %s to become ACTIVE: %w", table, err)
 	}
 	return nil
 }
